@@ -1,0 +1,188 @@
+"""Captions from templates that are data (comco/captions.toml, plus user files).
+
+A caption is written for one mention order: the objects in the order the caption
+names them. Articles come from the manifest (a/an per name, per colour), never
+from a vowel guess, so "an umbrella", "a unicorn" and "an orange cube" are right.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from comco.errors import UserError
+from comco.manifest import ObjectSet
+
+DEFAULT_TEMPLATES = Path(__file__).with_name("captions.toml")
+LIST_KEYS = {"object", "join", "last_join", "caption", "requires"}
+LONG_KEYS = LIST_KEYS | {"kind", "sentences", "sentences_color"}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    object: str
+    join: str
+    caption: str
+    last_join: str | None = None
+    requires: tuple[str, ...] = ()
+    kind: str = "list"
+    sentences: tuple[str, ...] = ()
+    sentences_color: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TemplateBook:
+    templates: dict[str, Template]
+    position_words: dict[str, str]
+    size_words: dict[str, list[str]]
+
+    def select(self, names: list[str] | None, colors: bool) -> list[Template]:
+        """Templates to write; by default every one whose requirements the data meets."""
+        if not names:
+            return [t for t in self.templates.values() if colors or "color" not in t.requires]
+        out = []
+        for n in names:
+            if n not in self.templates:
+                raise UserError(f"unknown caption template '{n}'; known: {', '.join(self.templates)}")
+            t = self.templates[n]
+            if "color" in t.requires and not colors:
+                raise UserError(f"template '{n}' needs colours; add --colors or drop it from --captions")
+            out.append(t)
+        return out
+
+
+def load_templates(extra: str | Path | None = None) -> TemplateBook:
+    data = tomllib.loads(DEFAULT_TEMPLATES.read_text(encoding="utf-8"))
+    if extra is not None:
+        path = Path(extra)
+        if not path.is_file():
+            raise UserError(f"template file {path} not found")
+        try:
+            user = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(f"{path}: not valid TOML ({exc})") from None
+        words = user.pop("words", {})
+        data.update(user)
+        for k, v in words.items():
+            data["words"].setdefault(k, {}).update(v)
+    words = data.pop("words")
+    templates = {name: _parse_template(name, raw) for name, raw in data.items()}
+    return TemplateBook(templates, dict(words["position"]), {k: list(v) for k, v in words["size"].items()})
+
+
+def _parse_template(name: str, raw: dict) -> Template:
+    kind = raw.get("kind", "list")
+    allowed = LONG_KEYS if kind == "long" else LIST_KEYS
+    unknown = sorted(set(raw) - allowed - {"kind"})
+    if unknown:
+        raise UserError(f"template '{name}': unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
+    for key in ("object", "join", "caption"):
+        if key not in raw:
+            raise UserError(f"template '{name}': missing '{key}'")
+    if "{objects}" not in raw["caption"]:
+        raise UserError(f"template '{name}': caption must contain {{objects}}")
+    if kind == "long" and not raw.get("sentences"):
+        raise UserError(f"template '{name}': a long template needs a 'sentences' list")
+    return Template(
+        name=name, object=raw["object"], join=raw["join"], caption=raw["caption"],
+        last_join=raw.get("last_join"), requires=tuple(raw.get("requires", ())), kind=kind,
+        sentences=tuple(raw.get("sentences", ())),
+        sentences_color=tuple(raw.get("sentences_color", raw.get("sentences", ()))),
+    )
+
+
+def size_word(words: list[str], rank: int, n: int) -> str:
+    """The size word for size rank `rank` (0 = largest) among n objects."""
+    if rank == 0 or len(words) == 1:
+        return words[0]
+    if rank == n - 1 or len(words) == 2:
+        return words[-1]
+    if n == 3:
+        return words[len(words) // 2]
+    return words[1 + round((rank - 1) * (len(words) - 3) / (n - 3))]
+
+
+def resolve_articles(text: str, object_set: ObjectSet) -> str:
+    """Replace each {a} by the article of the word that follows it."""
+    parts = text.split("{a}")
+    out = [parts[0]]
+    for part in parts[1:]:
+        word = part.lstrip().split(" ", 1)[0].strip(".,;:")
+        out.append((object_set.article_of(word) if word else "a") + part)
+    return "".join(out)
+
+
+def _fill(pattern: str, fields: dict) -> str:
+    for k, v in fields.items():
+        pattern = pattern.replace("{" + k + "}", "" if v is None else str(v))
+    return pattern
+
+
+def _join(items: list[str], t: Template) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    last = t.last_join if t.last_join is not None else t.join
+    return t.join.join(items[:-1]) + last + items[-1]
+
+
+def object_fields(obj: dict, book: TemplateBook, layout: str, n: int) -> dict:
+    pos = book.position_words.get(obj["slot"], "in the scene")
+    words = book.size_words.get(layout, book.size_words["equal"])
+    return {
+        "name": obj["name"], "color": obj.get("color"), "material": obj.get("material"),
+        "size": size_word(words, obj["size_rank"], n), "position": pos,
+        "position_cap": pos[:1].upper() + pos[1:],
+    }
+
+
+def object_phrase(t: Template, f: dict, object_set: ObjectSet) -> str:
+    """How template t writes one object; it does not depend on the mention order."""
+    return resolve_articles(_fill(t.object, {"name": f["name"], "color": f.get("color"),
+                                             "material": f.get("material")}), object_set)
+
+
+def object_sentence(t: Template, f: dict, variant: int, object_set: ObjectSet) -> str:
+    pool = t.sentences_color if f.get("color") else t.sentences
+    return " ".join(resolve_articles(_fill(pool[variant % len(pool)], f), object_set).split())
+
+
+def join_caption(t: Template, phrases: list[str]) -> str:
+    return " ".join(t.caption.replace("{objects}", _join(phrases, t)).split())
+
+
+def write_list_caption(t: Template, objs: list[dict], object_set: ObjectSet) -> str:
+    return join_caption(t, [object_phrase(t, o, object_set) for o in objs])
+
+
+def captions_for_record(record: dict, templates: list[Template], book: TemplateBook,
+                        object_set: ObjectSet, sentence_variants: list[int]) -> dict[str, list[str]]:
+    """Every template's caption for every mention order of a planned record."""
+    objects = record["objects"]
+    orders = record["mention_orders"]
+    n = len(objects)
+    fields = [object_fields(o, book, record["layout"], n) for o in objects]
+    out: dict[str, list[str]] = {}
+    for t in templates:
+        phrases = [object_phrase(t, f, object_set) for f in fields]
+        if t.kind == "long":
+            sentences = [object_sentence(t, f, v, object_set) for f, v in zip(fields, sentence_variants)]
+            out[t.name] = [" ".join([join_caption(t, [phrases[i] for i in order])] + [sentences[i] for i in order])
+                           for order in orders]
+        else:
+            out[t.name] = [join_caption(t, [phrases[i] for i in order]) for order in orders]
+        if "color" in t.requires and n >= 2:
+            out[t.name + "_swapped"] = [
+                write_list_caption(t, _swap_first_two_colors([fields[i] for i in order]), object_set)
+                for order in orders
+            ]
+    return out
+
+
+def _swap_first_two_colors(ordered: list[dict]) -> list[dict]:
+    swapped = [dict(f) for f in ordered]
+    swapped[0]["color"], swapped[1]["color"] = ordered[1]["color"], ordered[0]["color"]
+    return swapped

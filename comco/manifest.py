@@ -1,0 +1,261 @@
+"""Object-set manifests: one TOML file per set (`assets/<set>/objects.toml`).
+
+A manifest makes an object set data: names and their grammar (plural, article,
+synonyms), real-world dimensions, size class, colours, and where the geometry
+comes from (a procedural builder or a mesh file inside the set's folder). The
+loader validates strictly (unknown keys are errors, so typos never pass
+silently) and hashes the parsed content plus every mesh file, so a dataset
+records exactly which objects it was made from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+from comco.errors import UserError
+
+MANIFEST_NAME = "objects.toml"
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+MESH_SUFFIXES = (".glb", ".gltf", ".obj", ".fbx", ".stl", ".ply", ".blend")
+
+# Size classes by longest real-world side, in metres: small < backpack <= medium
+# <= car < large. A backpack is about 0.5 m, a car about 4.6 m.
+BACKPACK_M = 0.5
+CAR_M = 4.6
+SIZE_CLASSES = ("small", "medium", "large")
+
+SET_KEYS = {"name", "description", "default_color", "materials", "palette", "color_articles"}
+OBJECT_KEYS = {
+    "name", "plural", "article", "synonyms", "dimensions_m", "size_class",
+    "colorable", "colors", "source", "yaw_range", "rotation_fix", "material",
+}
+OBJECT_REQUIRED = {"name", "plural", "article", "dimensions_m", "size_class", "colorable", "source"}
+
+
+def size_class_for(longest_m: float) -> str:
+    if longest_m < BACKPACK_M:
+        return "small"
+    if longest_m <= CAR_M:
+        return "medium"
+    return "large"
+
+
+@dataclass(frozen=True)
+class ObjectSpec:
+    """One object of a set, as its manifest describes it."""
+
+    name: str
+    plural: str
+    article: str
+    dimensions_m: tuple[float, float, float]  # width (x), depth (y), height (z)
+    size_class: str
+    colorable: bool
+    source: str  # "builder:NAME" or "mesh:RELATIVE/PATH"
+    synonyms: tuple[str, ...] = ()
+    colors: tuple[str, ...] = ()  # allowed palette colours, or the fixed natural ones
+    yaw_range: float = 30.0  # degrees either side of the canonical front
+    rotation_fix: tuple[float, float, float] = (0.0, 0.0, 0.0)  # degrees, for meshes
+    material: str | None = None
+
+    @property
+    def longest_m(self) -> float:
+        return max(self.dimensions_m)
+
+    @property
+    def footprint_m(self) -> tuple[float, float]:
+        return self.dimensions_m[0], self.dimensions_m[1]
+
+    @property
+    def source_kind(self) -> str:
+        return self.source.split(":", 1)[0]
+
+    @property
+    def source_ref(self) -> str:
+        return self.source.split(":", 1)[1]
+
+    def normalized_dimensions(self, scale: float) -> tuple[float, float, float]:
+        """Dimensions once the longest side is scaled to `scale` scene units."""
+        k = scale / self.longest_m
+        return tuple(d * k for d in self.dimensions_m)  # type: ignore[return-value]
+
+    def allowed_colors(self, palette: dict[str, tuple[float, float, float]]) -> tuple[str, ...]:
+        if self.colorable:
+            return self.colors or tuple(palette)
+        return self.colors
+
+
+@dataclass(frozen=True)
+class ObjectSet:
+    name: str
+    root: Path
+    description: str
+    objects: tuple[ObjectSpec, ...]
+    palette: dict[str, tuple[float, float, float]]
+    materials: tuple[str, ...]
+    default_color: str
+    color_articles: dict[str, str] = field(default_factory=dict)
+    hash: str = ""
+
+    @cached_property
+    def by_name(self) -> dict[str, ObjectSpec]:
+        return {o.name: o for o in self.objects}
+
+    @property
+    def names(self) -> list[str]:
+        return [o.name for o in self.objects]
+
+    def get(self, name: str) -> ObjectSpec:
+        try:
+            return self.by_name[name]
+        except KeyError:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.names, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; see `comco objects list {self.name}`"
+            raise UserError(f"object set '{self.name}' has no object '{name}'{hint}") from None
+
+    def article_of(self, word: str) -> str:
+        """The indefinite article for a word that starts a noun phrase."""
+        if word in self.by_name:
+            return self.by_name[word].article
+        if word in self.color_articles:
+            return self.color_articles[word]
+        return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def builtin_sets() -> list[str]:
+    return sorted(p.name for p in ASSETS_DIR.iterdir() if (p / MANIFEST_NAME).is_file())
+
+
+def resolve_set_dir(name_or_path: str | Path) -> Path:
+    """A built-in set name (`simco`, `comco`) or a folder holding objects.toml."""
+    text = str(name_or_path)
+    builtin = ASSETS_DIR / text
+    if "/" not in text and "\\" not in text and (builtin / MANIFEST_NAME).is_file():
+        return builtin
+    path = Path(text).expanduser()
+    if path.is_file() and path.name == MANIFEST_NAME:
+        path = path.parent
+    if (path / MANIFEST_NAME).is_file():
+        return path.resolve()
+    if path.is_dir():
+        raise UserError(f"{path} has no {MANIFEST_NAME}; an object-set folder needs one (see README 'Add your own object set')")
+    raise UserError(f"unknown object set '{text}': use one of {', '.join(builtin_sets())} or a folder with {MANIFEST_NAME}")
+
+
+def load_object_set(name_or_path: str | Path) -> ObjectSet:
+    root = resolve_set_dir(name_or_path)
+    manifest = root / MANIFEST_NAME
+    try:
+        data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{manifest}: not valid TOML ({exc})") from None
+    return parse_manifest(data, root, manifest)
+
+
+def _check_keys(where: str, table: dict, allowed: set[str], required: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise UserError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
+    missing = sorted(required - set(table))
+    if missing:
+        raise UserError(f"{where}: missing field '{missing[0]}'")
+
+
+def _safe_relative(where: str, ref: str, root: Path) -> Path:
+    pure = PurePosixPath(ref.replace("\\", "/"))
+    if pure.is_absolute() or ref.startswith(("/", "\\")) or (len(ref) > 1 and ref[1] == ":"):
+        raise UserError(f"{where}: mesh path '{ref}' is absolute; give a path inside the set's folder")
+    if ".." in pure.parts:
+        raise UserError(f"{where}: mesh path '{ref}' leaves the set's folder; keep meshes inside it")
+    return root / Path(*pure.parts)
+
+
+def _parse_object(where: str, raw: dict, palette: dict, root: Path) -> ObjectSpec:
+    _check_keys(where, raw, OBJECT_KEYS, OBJECT_REQUIRED)
+    name = raw["name"]
+    if not isinstance(name, str) or not name or name != name.strip().lower():
+        raise UserError(f"{where}: name must be a non-empty lower-case word, got {name!r}")
+    if raw["article"] not in ("a", "an"):
+        raise UserError(f"{where} ({name}): article must be 'a' or 'an', got {raw['article']!r}")
+    dims = raw["dimensions_m"]
+    if (not isinstance(dims, list) or len(dims) != 3
+            or not all(isinstance(d, (int, float)) and d > 0 for d in dims)):
+        raise UserError(f"{where} ({name}): dimensions_m must be three positive numbers [width, depth, height] in metres")
+    dims = tuple(float(d) for d in dims)
+    if max(dims) > 500 or max(dims) < 0.005:
+        raise UserError(f"{where} ({name}): dimensions_m {list(dims)} is not a plausible real-world size in metres")
+    size_class = raw["size_class"]
+    expected = size_class_for(max(dims))
+    if size_class not in SIZE_CLASSES:
+        raise UserError(f"{where} ({name}): size_class must be one of {', '.join(SIZE_CLASSES)}")
+    if size_class != expected:
+        raise UserError(f"{where} ({name}): size_class '{size_class}' disagrees with its longest side "
+                        f"{max(dims):g} m (expected '{expected}')")
+    source = raw["source"]
+    kind, _, ref = str(source).partition(":")
+    if kind not in ("builder", "mesh") or not ref:
+        raise UserError(f"{where} ({name}): source must be 'builder:NAME' or 'mesh:FILE', got {source!r}")
+    if kind == "mesh":
+        path = _safe_relative(f"{where} ({name})", ref, root)
+        if path.suffix.lower() not in MESH_SUFFIXES:
+            raise UserError(f"{where} ({name}): mesh '{ref}' has an unsupported type; use one of {' '.join(MESH_SUFFIXES)}")
+        if not path.is_file():
+            raise UserError(f"{where} ({name}): mesh file '{ref}' not found in {root}")
+    colors = tuple(raw.get("colors", ()))
+    unknown_colors = [c for c in colors if raw["colorable"] and c not in palette]
+    if unknown_colors:
+        raise UserError(f"{where} ({name}): colour '{unknown_colors[0]}' is not in the set's palette")
+    rotation_fix = raw.get("rotation_fix", [0.0, 0.0, 0.0])
+    if not isinstance(rotation_fix, list) or len(rotation_fix) != 3:
+        raise UserError(f"{where} ({name}): rotation_fix must be three angles in degrees")
+    return ObjectSpec(
+        name=name, plural=raw["plural"], article=raw["article"], dimensions_m=dims,
+        size_class=size_class, colorable=bool(raw["colorable"]), source=str(source),
+        synonyms=tuple(raw.get("synonyms", ())), colors=colors,
+        yaw_range=float(raw.get("yaw_range", 30.0)),
+        rotation_fix=tuple(float(a) for a in rotation_fix),  # type: ignore[arg-type]
+        material=raw.get("material"),
+    )
+
+
+def parse_manifest(data: dict, root: Path, manifest: Path | None = None) -> ObjectSet:
+    where = str(manifest or root / MANIFEST_NAME)
+    _check_keys(where, {k: v for k, v in data.items() if k != "objects"}, SET_KEYS, {"name"})
+    raw_objects = data.get("objects")
+    if not raw_objects:
+        raise UserError(f"{where}: no [[objects]] entries")
+    palette = {str(k): tuple(float(c) for c in v) for k, v in data.get("palette", {}).items()}
+    for cname, rgb in palette.items():
+        if len(rgb) != 3 or not all(0.0 <= c <= 1.0 for c in rgb):
+            raise UserError(f"{where}: palette colour '{cname}' must be three numbers in 0..1")
+    objects = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(raw_objects):
+        obj = _parse_object(f"{where} objects[{i}]", raw, palette, root)
+        if obj.name in seen:
+            raise UserError(f"{where}: duplicate object name '{obj.name}' (objects[{seen[obj.name]}] and objects[{i}])")
+        seen[obj.name] = i
+        objects.append(obj)
+    default_color = data.get("default_color", "gray")
+    return ObjectSet(
+        name=str(data["name"]), root=root, description=str(data.get("description", "")),
+        objects=tuple(objects), palette=palette, materials=tuple(data.get("materials", ["rubber"])),
+        default_color=default_color, color_articles=dict(data.get("color_articles", {})),
+        hash=hash_manifest(data, root, objects),
+    )
+
+
+def hash_manifest(data: dict, root: Path, objects: list[ObjectSpec]) -> str:
+    """sha256 over the parsed manifest (canonical JSON) and every mesh file's bytes."""
+    h = hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
+    for obj in objects:
+        if obj.source_kind == "mesh":
+            h.update(obj.name.encode())
+            h.update((root / obj.source_ref).read_bytes())
+    return h.hexdigest()[:16]

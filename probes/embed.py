@@ -1,0 +1,161 @@
+"""Embedding engine: batched, inference_mode, each distinct input encoded once, cached on disk.
+
+The cache key is (model identity, input hash): text hashes its characters, an image
+hashes its file bytes, so a renamed file still hits and a re-rendered one misses.
+Entries live in npz shards under CACHE/<identity>/<kind>/; a run appends one shard,
+written atomically, so an interrupted run never corrupts the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+DEFAULT_CACHE = Path(os.environ.get("COMCO_CACHE", "~/.cache/comco")).expanduser() / "embeddings"
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def file_key(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32]
+
+
+class EmbeddingCache:
+    """Key -> vector store for one model identity and one input kind."""
+
+    def __init__(self, root: Path, identity: str, kind: str):
+        safe = re.sub(r"[^A-Za-z0-9._+-]+", "_", identity)
+        self.dir = Path(root) / safe / kind
+        self._index: dict[str, tuple[int, int]] | None = None
+        self._shards: list[np.ndarray] = []
+
+    def _load(self) -> dict[str, tuple[int, int]]:
+        if self._index is None:
+            self._index = {}
+            for f in sorted(self.dir.glob("*.npz")) if self.dir.is_dir() else []:
+                with np.load(f) as z:
+                    self._shards.append(z["emb"])
+                    s = len(self._shards) - 1
+                    self._index.update((str(k), (s, r)) for r, k in enumerate(z["keys"]))
+        return self._index
+
+    def lookup(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        index = self._load()
+        return {k: self._shards[index[k][0]][index[k][1]] for k in keys if k in index}
+
+    def store(self, keys: Sequence[str], emb: np.ndarray) -> None:
+        if not len(keys):
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        name = uuid.uuid4().hex
+        tmp = self.dir / f"{name}.tmp.npz"
+        np.savez(tmp, keys=np.asarray(keys), emb=emb.astype(np.float32))
+        os.replace(tmp, self.dir / f"{name}.npz")
+        index = self._load()
+        self._shards.append(emb)
+        s = len(self._shards) - 1
+        index.update((k, (s, r)) for r, k in enumerate(keys))
+
+
+class Embedder:
+    """Normalised text and image embeddings of one loaded model, as float32 numpy arrays."""
+
+    def __init__(self, loaded, cache_dir: Path | None = DEFAULT_CACHE, batch_size: int = 64,
+                 progress: Callable[[str, int], Callable[[int], None]] | None = None, workers: int = 2):
+        self.m = loaded
+        self.batch_size = batch_size
+        self.workers = workers
+        self.progress = progress  # progress(label, total) -> advance(n)
+        self.caches = {k: EmbeddingCache(cache_dir, loaded.identity, k) for k in ("text", "image")} \
+            if cache_dir is not None else None
+        self.stats = {"text_hits": 0, "text_encoded": 0, "image_hits": 0, "image_encoded": 0}
+
+    # -- public
+
+    def texts(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [text_key(t) for t in texts]
+        return self._embed("text", keys, dict(zip(keys, texts)), self._encode_texts)
+
+    def images(self, paths: Sequence[Path]) -> np.ndarray:
+        if self.workers > 1 and len(paths) > 8:
+            with ThreadPoolExecutor(self.workers) as pool:
+                keys = list(pool.map(file_key, paths))
+        else:
+            keys = [file_key(p) for p in paths]
+        return self._embed("image", keys, dict(zip(keys, paths)), self._encode_images)
+
+    # -- internals
+
+    def _embed(self, kind: str, keys: list[str], source: dict, encode) -> np.ndarray:
+        unique = list(dict.fromkeys(keys))
+        found = self.caches[kind].lookup(unique) if self.caches else {}
+        todo = [k for k in unique if k not in found]
+        self.stats[f"{kind}_hits"] += len(unique) - len(todo)
+        self.stats[f"{kind}_encoded"] += len(todo)
+        if todo:
+            advance = self.progress(f"{kind}s", len(todo)) if self.progress else None
+            new = encode([source[k] for k in todo], advance)
+            if self.caches:
+                self.caches[kind].store(todo, new)
+            found.update(zip(todo, new))
+        if not keys:
+            return np.zeros((0, 0), np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _context(self):
+        import torch
+
+        if str(self.m.device).startswith("cuda"):
+            return torch.autocast("cuda", dtype=torch.float16)
+        return nullcontext()  # fp32 on CPU: autocast there is slower and changes numbers
+
+    def _encode_texts(self, texts: list[str], advance) -> np.ndarray:
+        import torch
+
+        out = []
+        with torch.inference_mode(), self._context():
+            for i in range(0, len(texts), self.batch_size):
+                chunk = texts[i:i + self.batch_size]
+                out.append(self.m.encode_text(self.m.tokenize(chunk)).float().cpu().numpy())
+                if advance:
+                    advance(len(chunk))
+        return np.concatenate(out)
+
+    def _encode_images(self, paths: list[Path], advance) -> np.ndarray:
+        import torch
+
+        out = []
+        batches = [paths[i:i + self.batch_size] for i in range(0, len(paths), self.batch_size)]
+        with ThreadPoolExecutor(max(1, self.workers)) as pool, torch.inference_mode(), self._context():
+            # Decode the next batch in threads while the model encodes this one.
+            pending = pool.submit(self._load_batch, batches[0], pool)
+            for j in range(len(batches)):
+                x = pending.result()
+                if j + 1 < len(batches):
+                    pending = pool.submit(self._load_batch, batches[j + 1], pool)
+                out.append(self.m.encode_image(x).float().cpu().numpy())
+                if advance:
+                    advance(len(batches[j]))
+        return np.concatenate(out)
+
+    def _load_batch(self, paths: list[Path], pool=None):
+        import torch
+
+        return torch.stack([load_image_tensor(p, self.m.preprocess) for p in paths])
+
+
+def load_image_tensor(path: Path, preprocess):
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return preprocess(im.convert("RGB"))

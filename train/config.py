@@ -1,0 +1,79 @@
+"""The training configuration shared by all four kinds, and which part of it a
+resumed run must match."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from comco.errors import UserError
+
+# Fields that may change between a run and its resumption: they do not change what
+# is computed (where to write, how often to save, what to show, when to pause).
+RUNTIME_FIELDS = ("out", "resume", "quiet", "checkpoint_every", "stop_after", "workers", "log_every")
+
+
+@dataclass
+class TrainConfig:
+    kind: str  # scratch | longclip | debias | labclip
+    data: str
+    out: str
+    init: str | None = None
+    pretrained: str | None = None
+    image_root: str | None = None
+    seed: int = 0
+    batch_size: int = 256  # global, over accumulation and processes
+    accum: int = 1
+    epochs: float = 3.0
+    steps: int | None = None  # overrides epochs
+    lr: float = 1e-6
+    weight_decay: float = 0.01
+    warmup: int = 200
+    optimizer: str = "adamw"
+    label_smoothing: float = 0.1
+    precision: str = "auto"  # auto | fp32 | bf16 | fp16
+    device: str = "auto"
+    workers: int = 2
+    checkpoint_every: int = 500
+    log_every: int = 1
+    stop_after: int | None = None  # pause after this many steps in this run
+    resume: str | None = None
+    quiet: bool = False
+    options: dict = field(default_factory=dict)  # kind-specific settings
+
+    def check(self) -> None:
+        if self.batch_size <= 0:
+            raise UserError(f"--batch-size {self.batch_size}: must be a positive number of samples")
+        if self.accum <= 0:
+            raise UserError(f"--accum {self.accum}: must be at least 1")
+        if self.batch_size % self.accum:
+            raise UserError(f"--batch-size {self.batch_size} is not divisible by --accum {self.accum}")
+        if self.steps is not None and self.steps <= 0:
+            raise UserError(f"--steps {self.steps}: must be positive")
+        if self.steps is None and self.epochs <= 0:
+            raise UserError(f"--epochs {self.epochs}: must be positive")
+        if self.lr <= 0:
+            raise UserError(f"--lr {self.lr}: must be positive")
+        if self.checkpoint_every <= 0:
+            raise UserError(f"--checkpoint-every {self.checkpoint_every}: must be positive")
+        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
+            raise UserError(f"--precision {self.precision}: one of auto, fp32, bf16, fp16")
+        if self.optimizer not in ("adamw", "adam"):
+            raise UserError(f"--optimizer {self.optimizer}: one of adamw, adam")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def identity(self) -> dict:
+        """What a resumed run must share with the checkpoint's run."""
+        return {k: v for k, v in self.to_dict().items() if k not in RUNTIME_FIELDS}
+
+    def identity_hash(self) -> str:
+        text = json.dumps(self.identity(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def differing_fields(saved: dict, current: dict) -> list[str]:
+    keys = sorted(set(saved) | set(current))
+    return [k for k in keys if k not in RUNTIME_FIELDS and saved.get(k) != current.get(k)]
