@@ -16,8 +16,8 @@ Vec3 = tuple[float, float, float]
 
 # ComCO's look: a camera tilted down at the ground from the front (-y side).
 DEFAULT_ELEVATION_DEG = 40.0
-DEFAULT_DISTANCE = 12.0
-DEFAULT_LENS_MM = 35.0
+DEFAULT_DISTANCE = 16.0
+DEFAULT_LENS_MM = 45.0
 SENSOR_MM = 36.0
 
 

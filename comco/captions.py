@@ -186,3 +186,8 @@ def _swap_first_two_colors(ordered: list[dict]) -> list[dict]:
     swapped = [dict(f) for f in ordered]
     swapped[0]["color"], swapped[1]["color"] = ordered[1]["color"], ordered[0]["color"]
     return swapped
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a long caption (the summary first)."""
+    return [s for s in _SENTENCE_END.split(text.strip()) if s]

@@ -151,11 +151,49 @@ def _load_open_clip(name: str, pretrained: str | None, device: str) -> LoadedMod
 
 def _wrap_open_clip(name, pretrained, identity, model, preprocess, tokenizer, device, text_map=None) -> LoadedModel:
     model.eval()
+    encode_text = model.encode_text
+    if _padding_is_inert(model):
+        def encode_text(tokens):
+            return _encode_text_trimmed(model, tokens)
     return LoadedModel(
         name=name, pretrained=pretrained, identity=identity, family="open_clip", model=model,
         preprocess=preprocess, context_length=int(model.context_length), device=device,
         _tokenize=lambda texts: tokenizer(texts), _encode_image=model.encode_image,
-        _encode_text=model.encode_text, text_map=text_map)
+        _encode_text=encode_text, text_map=text_map)
+
+
+def _padding_is_inert(model) -> bool:
+    """True for open_clip CLIP text towers whose output cannot depend on the padding.
+
+    With a causal mask and pooling at the end-of-text token, tokens after it are never
+    attended to, so a batch can be cut after its longest text (captions are ~10 of 77
+    tokens: several times less work, same numbers). SigLIP-style towers attend both ways.
+    """
+    import open_clip
+
+    return (type(model) is open_clip.CLIP and getattr(model, "attn_mask", None) is not None
+            and getattr(model, "text_pool_type", "") in ("argmax", "eos"))
+
+
+def _encode_text_trimmed(model, text):
+    """open_clip CLIP.encode_text on text[:, :L], L = the batch's last end-of-text + 1."""
+    from open_clip.transformer import text_global_pool
+
+    eos = getattr(model, "text_eos_id", None)
+    if model.text_pool_type == "argmax" or eos is None:
+        last = int(text.argmax(-1).max())
+    else:
+        last = int(((text == eos).int().argmax(-1)).max())
+    n = last + 1
+    t = text[:, :n]
+    cast = model.transformer.get_cast_dtype()
+    x = model.token_embedding(t).to(cast) + model.positional_embedding[:n].to(cast)
+    x = model.transformer(x, attn_mask=model.attn_mask[:n, :n])
+    x = model.ln_final(x)
+    x = text_global_pool(x, t, model.text_pool_type, eos_token_id=eos)
+    if model.text_projection is not None:
+        x = model.text_projection(x) if hasattr(model.text_projection, "weight") else x @ model.text_projection
+    return x
 
 
 def _fetch_pretrained(name: str, tag: str) -> None:
@@ -313,8 +351,6 @@ def save_checkpoint(path: str | Path, *, kind: str, model, model_spec: dict, ext
 
 def load_checkpoint(path: str | Path) -> dict:
     """The checkpoint dict; UserError when the file is missing or not a comco checkpoint."""
-    import pickle
-
     import torch
 
     path = Path(path)
@@ -323,7 +359,7 @@ def load_checkpoint(path: str | Path) -> dict:
     try:
         # Training state holds plain python values and tensors only, so weights_only loading works.
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - garbage bytes fail in many ways inside the unpickler
         raise UserError(f"{path} is not a comco checkpoint ({exc.__class__.__name__}); "
                         "pass ckpt:PATH to a file `comco train` wrote") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:

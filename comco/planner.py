@@ -12,7 +12,7 @@ larger world scale, and the one-large layout looks the same in every slot.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Iterator
 
 import numpy as np
@@ -32,12 +32,12 @@ MAX_OBJECTS = len(SLOTS)
 # An object fills about this share of the silhouette of its bounding box (only the
 # planned fractions depend on it; the renderer measures the real ones).
 FILL = 0.7
-MAX_HEIGHT = 0.3  # of the camera's height above the ground
+MAX_HEIGHT = 0.6  # of the camera's height above the ground
 SLOT_JITTER = 0.035  # of the image side
 MARGIN = 0.015  # keep this share of the image side free at the borders
 # Boxes may overlap by this share of the smaller one: a box is looser than the object
 # inside it, and the renderer measures real occlusion (visible fraction) anyway.
-BOX_OVERLAP = 0.2
+BOX_OVERLAP = 0.3
 PLACEMENT_TRIES = 40
 SCENE_RETRIES = 30
 OBJECT_RETRIES = 10  # placements tried with the same objects before drawing new ones
@@ -61,7 +61,6 @@ class PlanConfig:
     equal_fraction: float = 0.025
     captions: tuple[str, ...] = ()
     templates: str | None = None
-    extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -156,7 +155,7 @@ class Planner:
             except PlanFailure as exc:
                 reasons.append(str(exc))
         raise UserError(
-            f"cannot place {self.count_for(index)} objects without overlap at --large-fraction "
+            f"cannot place {self.count_for(index)} objects in view at --large-fraction "
             f"{self.cfg.large_fraction} / --small-fraction {self.cfg.small_fraction[0]}-{self.cfg.small_fraction[1]} "
             f"({reasons[-1]}); lower the fractions or --objects")
 
@@ -255,7 +254,8 @@ class Planner:
         fits = [self._fit(o, frac, SLOT_UV[slot][0] * w, SLOT_UV[slot][1] * h, yaw)
                 for o, frac, slot, yaw in zip(chosen, fractions, slots, yaws)]
         for _ in range(PLACEMENT_TRIES):
-            jitter = [_inside(b, du * w, dv * h, w, h, margin) for (_, _, b, _), (du, dv)
+            # Clamp with a wider margin: the exact re-projection below may grow a moved box a little.
+            jitter = [_inside(b, du * w, dv * h, w, h, 2.5 * margin) for (_, _, b, _), (du, dv)
                       in zip(fits, rng.uniform(-SLOT_JITTER, SLOT_JITTER, size=(len(chosen), 2)))]
             boxes = [(b[0] + du, b[1] + dv, b[2] + du, b[3] + dv) for (_, _, b, _), (du, dv) in zip(fits, jitter)]
             if not _fits(boxes, w, h, margin):
@@ -274,7 +274,7 @@ class Planner:
                 return objects
         raise PlanFailure(f"{len(chosen)} objects did not fit after {PLACEMENT_TRIES} placements")
 
-    def _fit(self, o: ObjectSpec, fraction: float, u: float, v: float, yaw: float):
+    def _fit(self, o: ObjectSpec, fraction: float, u: float, v: float, yaw: float, strict: bool = True):
         """Scale and ground point that put the object's box centre at (u, v) with the planned area.
 
         Returns (location, scale, image box, foot pixel); the foot pixel is where the
@@ -283,10 +283,19 @@ class Planner:
         a second moves the foot; the last projection is exact.
         """
         loc = self.camera.ground_point(u, v)
-        us, vs = self.camera.box_corners(loc, o.normalized_dimensions(1.0), yaw)
-        scale = math.sqrt(fraction * self.pixels / (FILL * max(hull_area(us, vs), 1e-9)))
-        # Keep the top well below the camera, where perspective would blow the object up.
-        scale = min(scale, MAX_HEIGHT * self.camera.location[2] * o.longest_m / o.dimensions_m[2])
+        target = fraction * self.pixels / FILL
+        cap = MAX_HEIGHT * self.camera.location[2] * o.longest_m / o.dimensions_m[2]
+        scale = 1.0
+        for _ in range(3):  # area ~ scale^2, corrected for perspective by re-projecting
+            us, vs = self.camera.box_corners(loc, o.normalized_dimensions(scale), yaw)
+            scale *= math.sqrt(target / max(hull_area(us, vs), 1e-9))
+            if scale > cap and not strict:
+                scale = cap
+                break
+            if scale > cap:
+                # Taller than this, the top comes so close to the camera that perspective explodes.
+                raise PlanFailure(f"{o.name} would need to be {scale:.1f} units tall to cover "
+                                  f"{fraction:.3f} of the image")
         box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
         foot_v = min(v + v - (box[1] + box[3]) / 2, self.cfg.resolution[1] * 0.999)
         loc = self.camera.ground_point(u, foot_v)
@@ -303,7 +312,7 @@ class Planner:
             if self.cfg.colors and not o.colorable:
                 colors = colors[:1] or [self.set.default_color]
             for color in colors:
-                loc, scale, _, _ = self._fit(o, self.cfg.large_fraction, w / 2, h / 2, 0.0)
+                loc, scale, _, _ = self._fit(o, self.cfg.large_fraction, w / 2, h / 2, 0.0, strict=False)
                 sid = o.name if color is None else f"{o.name}-{color}"
                 out.append({
                     "id": sid, "name": o.name, "color": color, "image": f"singles/{sid}.png",

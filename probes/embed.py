@@ -122,14 +122,19 @@ class Embedder:
     def _encode_texts(self, texts: list[str], advance) -> np.ndarray:
         import torch
 
-        out = []
+        # Similar lengths share a batch, so models that cut padding (comco.models) cut more.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), 0), np.float32)
         with torch.inference_mode(), self._context():
-            for i in range(0, len(texts), self.batch_size):
-                chunk = texts[i:i + self.batch_size]
-                out.append(self.m.encode_text(self.m.tokenize(chunk)).float().cpu().numpy())
+            for i in range(0, len(order), self.batch_size):
+                idx = order[i:i + self.batch_size]
+                f = self.m.encode_text(self.m.tokenize([texts[j] for j in idx])).float().cpu().numpy()
+                if out.shape[1] == 0:
+                    out = np.empty((len(texts), f.shape[1]), np.float32)
+                out[idx] = f
                 if advance:
-                    advance(len(chunk))
-        return np.concatenate(out)
+                    advance(len(idx))
+        return out
 
     def _encode_images(self, paths: list[Path], advance) -> np.ndarray:
         import torch
@@ -138,17 +143,17 @@ class Embedder:
         batches = [paths[i:i + self.batch_size] for i in range(0, len(paths), self.batch_size)]
         with ThreadPoolExecutor(max(1, self.workers)) as pool, torch.inference_mode(), self._context():
             # Decode the next batch in threads while the model encodes this one.
-            pending = pool.submit(self._load_batch, batches[0], pool)
+            pending = pool.submit(self._load_batch, batches[0])
             for j in range(len(batches)):
                 x = pending.result()
                 if j + 1 < len(batches):
-                    pending = pool.submit(self._load_batch, batches[j + 1], pool)
+                    pending = pool.submit(self._load_batch, batches[j + 1])
                 out.append(self.m.encode_image(x).float().cpu().numpy())
                 if advance:
                     advance(len(batches[j]))
         return np.concatenate(out)
 
-    def _load_batch(self, paths: list[Path], pool=None):
+    def _load_batch(self, paths: list[Path]):
         import torch
 
         return torch.stack([load_image_tensor(p, self.m.preprocess) for p in paths])

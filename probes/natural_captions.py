@@ -70,6 +70,8 @@ class Analysis:
     direction: str  # the retrieval direction the paper reads: "t2i" or "i2t"
     min_sentences: int  # captions with fewer are left out (and counted)
     variants: dict[str, Callable[[list[str]], str]]
+    # (n, what happens): captions kept but with fewer than n sentences, counted in reports
+    caveat: tuple[int, str] | None = None
 
 
 ANALYSES = {a.name: a for a in [
@@ -78,5 +80,6 @@ ANALYSES = {a.name: a for a in [
     Analysis("order", "First-2 / Swap-2 / First-only", "i2t", 2,
              {"first-2": first_two, "swap-2": swap_two, "first-only": first_only}),
     Analysis("summary", "summary sentence Keep / Move-to-4th / Remove", "t2i", 2,
-             {"keep": summary_keep, "move-to-4th": summary_fourth, "remove": summary_removed}),
+             {"keep": summary_keep, "move-to-4th": summary_fourth, "remove": summary_removed},
+             caveat=(4, "fewer than 4 sentences: the summary went last, not fourth")),
 ]}

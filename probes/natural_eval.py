@@ -57,10 +57,15 @@ def evaluate_analyses(embedder, split: NaturalSplit, protocol: str,
         entry = {"title": analysis.title, "direction": analysis.direction, "protocol": protocol,
                  "n_captions": len(sentences), "excluded_captions": excluded,
                  "excluded_because": f"fewer than {analysis.min_sentences} sentences", "variants": {}}
+        if analysis.caveat:
+            n, why = analysis.caveat
+            entry["caveat"] = {"captions": sum(len(s) < n for s in sentences), "why": why}
         if sentences:
-            for variant, make in analysis.variants.items():
-                texts = [make(s) for s in sentences]
-                entry["variants"][variant] = recall_block(embedder.texts(texts), image_emb, owners)
+            # One embedding call for all variants: full batches, and shared texts encoded once.
+            texts = [make(s) for make in analysis.variants.values() for s in sentences]
+            text_emb = embedder.texts(texts).reshape(len(analysis.variants), len(sentences), -1)
+            for variant, emb in zip(analysis.variants, text_emb):
+                entry["variants"][variant] = recall_block(emb, image_emb, owners)
         out[name] = entry
     return out, split
 

@@ -71,7 +71,8 @@ def retrieval_recalls(text_emb: np.ndarray, image_emb: np.ndarray, image_of_text
         image_to_text_ranks(image_emb[ids] @ text_emb.T, ids, image_of_text)
         for ids in np.array_split(queried, max(1, -(-len(queried) // block)))])
     result = {"t2i": recall_at(t2i, ks), "i2t": recall_at(i2t, ks),
-              "n_texts": int(len(text_emb)), "n_images": int(len(image_emb))}
+              "n_texts": int(len(text_emb)), "n_images": int(len(image_emb)),
+              "n_image_queries": int(len(queried))}
     if return_ranks:
         result["ranks"] = (t2i, i2t)
     return result

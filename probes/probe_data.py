@@ -59,11 +59,9 @@ def open_dataset(root: str | Path) -> ProbeData:
     from comco.dataset import Dataset
 
     root = Path(root)
-    if not (root / "dataset.json").is_file():
-        raise UserError(f"{root} is not a comco dataset (no dataset.json); make one with `comco plan` or `comco render`")
-    ds = Dataset(root)
+    ds = Dataset(root)  # raises the one-line error for a folder that is not a dataset
     records = list(ds.records())
-    singles = list(ds.singles()) if (root / "singles").is_dir() else []
+    singles = ds.singles() if ds.has_singles() else []
     names, forms, object_set = gallery_names(ds.info, records)
     return ProbeData(root=root, info=ds.info, records=records, singles=singles, names=names,
                      forms=forms, object_set=object_set, image_path=ds.image_path)

@@ -172,6 +172,9 @@ class Trainer:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
+        after_step = getattr(self.task, "after_step", None)
+        if after_step is not None:
+            after_step()
         lr = self.scheduler.get_last_lr()[0]
         self.scheduler.step()
         self.step += 1

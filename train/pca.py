@@ -14,7 +14,7 @@ def pca_reconstruct(features: torch.Tensor, rank: int = 32) -> torch.Tensor:
     unstable when eigenvalues repeat (they do, N < D gives many zeros), while the
     projection itself stays differentiable in the features.
     """
-    x = features.float()
+    x = features.to(torch.promote_types(features.dtype, torch.float32))  # AMP halves -> fp32
     mean = x.mean(dim=0, keepdim=True)
     centred = x - mean
     with torch.no_grad():

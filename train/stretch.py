@@ -31,7 +31,7 @@ def stretch_table(table: torch.Tensor, keep: int) -> torch.Tensor:
     length, _ = table.shape
     if not 0 <= keep < length - 1:
         raise ValueError(f"keep must be in [0, {length - 2}], got {keep}")
-    source = table.detach().float()
+    source = table.detach().to(torch.promote_types(table.dtype, torch.float32))  # fp16 tables interpolate in fp32
     left = source[keep:length - 1]  # rows with a right neighbour
     right = source[keep + 1:length]
     weights = torch.arange(RATIO, dtype=source.dtype) / RATIO  # 0, 1/4, 2/4, 3/4

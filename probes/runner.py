@@ -1,0 +1,216 @@
+"""`comco probe` as a library call: pick the probes, load each model once, run, report."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from comco.errors import UserError
+
+PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention")
+IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention"}
+
+
+@dataclass
+class ProbeOptions:
+    probes: list[str] | None = None  # None: every probe the data supports
+    templates: list[str] | None = None  # TOR/TOC caption templates; None: all colour-free ones present
+    text_template: str = "photo"  # captions probes write (I2TOR, matching, text-only TOR)
+    text_only: bool = False
+    object_counts: list[int] = field(default_factory=lambda: [2, 3, 4, 5])  # text-only tuple sizes
+    tuples: int = 1000  # text-only captions per object count (rounded up to whole balanced rounds)
+    n_boot: int = 1000
+    seed: int = 0
+    batch_size: int = 64
+    device: str = "cpu"
+    cache_dir: Path | None = None  # None: no cache
+    max_distractors: int | None = None
+    test_fraction: float = 0.2
+    limit: int | None = None  # probe only the first N records
+    plots: bool = True
+
+
+def parse_probes(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    names = [p.strip().lower() for p in text.split(",") if p.strip()]
+    bad = [p for p in names if p not in PROBES]
+    if bad:
+        raise UserError(f"unknown probe '{bad[0]}'; probes: {', '.join(PROBES)}")
+    return names
+
+
+def model_label(name: str, pretrained: str | None) -> str:
+    if name.startswith(("hf:", "ckpt:")):
+        return name
+    return f"{name} ({pretrained or 'none'})"
+
+
+def select_probes(data, opts: ProbeOptions, loaded_vit: bool | None = None) -> tuple[list[str], dict[str, str]]:
+    """(probes to run, probe -> why it was skipped). Asked-for probes that cannot run raise."""
+    if opts.text_only:
+        if opts.probes and set(opts.probes) != {"tor"}:
+            raise UserError("--text-only runs only the TOR probe; drop --probes or pass --probes tor")
+        return ["tor"], {}
+    asked = opts.probes
+    skipped = {}
+    chosen = []
+    for p in asked or PROBES:
+        why = _cannot_run(p, data)
+        if why and asked:
+            _require(p, data)  # raises the one-line message that says how to fix it
+        if why:
+            skipped[p] = why
+        else:
+            chosen.append(p)
+    return chosen, skipped
+
+
+def _cannot_run(probe: str, data) -> str | None:
+    if probe in IMAGE_PROBES:
+        if not data.records or data.images_missing(data.records[:1]) or \
+                any("measured" not in o for o in data.records[0]["objects"]):
+            return "no rendered images"
+    if probe == "ior" and not data.singles:
+        return "no singles/ (render with --singles)"
+    if probe == "binding" and not data.has_colors:
+        return "no colours (plan with --colors)"
+    return None
+
+
+def _require(probe: str, data) -> None:
+    if probe in IMAGE_PROBES:
+        data.require_images(probe)
+    if probe == "ior":
+        data.require_singles(probe)
+    if probe == "binding" and not data.has_colors:
+        raise UserError("probe 'binding' needs a colour dataset; plan and render one with --colors")
+
+
+def default_templates(data) -> list[str]:
+    seen = []
+    for r in data.records[:50]:
+        for t in r.get("captions", {}):
+            if t not in seen and not t.startswith("attributes"):
+                seen.append(t)
+    return seen
+
+
+def run(dataset: Path | None, models: list[tuple[str, str | None]], opts: ProbeOptions, *,
+        object_set: str | None = None, quiet: bool = True) -> dict:
+    from comco import GENERATOR
+    from comco.models import load_model
+    from comco.probes.embed import Embedder
+    from comco.probes.probe_data import gallery_names, open_dataset
+
+    if dataset is not None:
+        data = open_dataset(dataset)
+        if opts.limit:
+            data.records = data.records[: opts.limit]
+        names, obj_set, info = data.names, data.object_set, data.info
+    else:
+        if not opts.text_only:
+            raise UserError("give a DATASET folder (or --text-only with --object-set)")
+        if not object_set:
+            raise UserError("--text-only without a DATASET needs --object-set (comco, simco or a folder)")
+        names, _, obj_set = gallery_names({"object_set": object_set}, [])
+        if obj_set is None:
+            from comco.manifest import load_object_set
+
+            obj_set = load_object_set(object_set)
+        data, info = None, {"object_set": obj_set.name, "object_set_hash": obj_set.hash}
+    probes, skipped = select_probes(data, opts) if data is not None else (["tor"], {})
+    if not probes:
+        raise UserError(f"no probe can run on {dataset}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    templates = opts.templates or (default_templates(data) if data is not None else [])
+    results = {
+        "generator": GENERATOR, "seed": opts.seed, "n_boot": opts.n_boot,
+        "dataset": {"root": str(dataset) if dataset else None,
+                    "hash": (data.hash if data else info.get("object_set_hash")),
+                    "object_set": info.get("object_set"), "object_set_hash": info.get("object_set_hash"),
+                    "records": len(data.records) if data else 0, "gallery": len(names)},
+        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()},
+        "models": [], "skipped": skipped, "probes": {},
+    }
+    for name, pretrained in models:
+        label = model_label(name, pretrained)
+        t0 = time.perf_counter()
+        loaded = load_model(name, pretrained, device=opts.device)
+        with _progress_factory(quiet) as progress:
+            emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress)
+            for probe in probes:
+                out = _run_one(probe, data, emb, loaded, opts, templates, names, obj_set)
+                if not out:
+                    results["skipped"][f"{probe} ({label})"] = "not an open_clip ViT with a class token"
+                for key, groups in out.items():
+                    results["probes"].setdefault(key, {})[label] = groups
+        results["models"].append({"label": label, "name": name, "pretrained": pretrained, "identity": loaded.identity,
+                                  "context_length": loaded.context_length, "seconds": time.perf_counter() - t0,
+                                  "cache": dict(emb.stats)})
+    return results
+
+
+def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[str, list]:
+    from comco.probes import attention, binding, ior, linear, matching, texts, tor
+
+    kw = {"n_boot": opts.n_boot, "seed": opts.seed}
+    book = texts.template_book(data.info if data else None)
+    if probe == "tor":
+        if opts.text_only:
+            tpl = texts.get_template(book, opts.text_template)
+            return {"tor": tor.tor_text_only(names, obj_set, emb, tpl, opts.object_counts, tuples=opts.tuples, **kw)}
+        return {"tor": tor.tor_dataset(data, emb, templates, **kw)}
+    if probe == "ior":
+        by_size, by_slot = ior.ior(data, emb, **kw)
+        return {"ior": by_size, "ior_slot": by_slot}
+    if probe == "i2tor":
+        return {"i2tor": ior.i2tor(data, emb, texts.get_template(book, opts.text_template), **kw)}
+    if probe == "matching":
+        return {"matching": matching.matching(data, emb, texts.get_template(book, opts.text_template),
+                                              max_distractors=opts.max_distractors, **kw)}
+    if probe == "toc":
+        return {"toc": [g for t in templates[:1] for g in
+                        linear.toc(data, emb, t, test_fraction=opts.test_fraction, **kw)]}
+    if probe == "ioc":
+        return {"ioc": linear.ioc(data, emb, test_fraction=opts.test_fraction, **kw)}
+    if probe == "binding":
+        return {"binding": binding.binding(data, emb, test_fraction=opts.test_fraction, **kw)}
+    if probe == "attention":
+        if loaded.vit is None:
+            return {}  # not an open_clip class-token ViT: nothing to measure (noted in results)
+        return {"attention": attention.attention(data, loaded, batch_size=opts.batch_size, **kw)}
+    raise AssertionError(probe)
+
+
+class _progress_factory:
+    """One rich progress display per model; each embedding pass adds a task with rate and ETA."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.p = None
+
+    def __enter__(self):
+        if self.quiet:
+            return None
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        class Rate(ProgressColumn):
+            def render(self, task):
+                return f"{task.speed:,.1f}/s" if task.speed else ""
+
+        self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
+                          TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), transient=False)
+        self.p.__enter__()
+
+        def start(label: str, total: int):
+            task = self.p.add_task(f"embed {label}", total=total)
+            return lambda n: self.p.advance(task, n)
+
+        return start
+
+    def __exit__(self, *exc):
+        if self.p is not None:
+            self.p.__exit__(*exc)
+        return False

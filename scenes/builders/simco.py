@@ -1,0 +1,533 @@
+"""SimCO: 18 simple shapes, unit-sized, one primary (repaintable) material each.
+
+Flat shapes (heart, moon, cross, snowflake, leaf, arrow, star) stand upright facing
+the camera: their outline lies in the x-z plane and their thickness runs along y.
+The helpers below add what parts.py lacks: rounded ("puffy") extrusions of an
+outline, surfaces of revolution (lathe), swept tubes, curved slabs, and smooth
+shading split at sharp edges.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import bmesh
+import bpy
+
+from comco.scenes.registry import builder
+
+BODY = (0.55, 0.55, 0.55)
+SOIL = (0.24, 0.15, 0.08)
+TAU = 2 * math.pi
+
+
+# -- helpers -----------------------------------------------------------------------
+
+def _body(ctx):
+    return ctx.material("body", BODY, primary=True)
+
+
+def _add_bm(ctx, bm: bmesh.types.BMesh, name: str, mat) -> bpy.types.Object:
+    """Link a finished bmesh as one part of the builder (identity transform)."""
+    bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
+    me = bpy.data.meshes.new(name)
+    bm.to_mesh(me)
+    bm.free()
+    if mat is not None:
+        me.materials.append(mat)
+    ob = bpy.data.objects.new(name, me)
+    ctx.collection.objects.link(ob)
+    ctx.parts.append(ob)
+    return ob
+
+
+def _done(ctx, sharp_deg: float = 40.0) -> bpy.types.Object:
+    """ctx.finish(), then smooth shading split at edges sharper than `sharp_deg` (0: all flat)."""
+    ob = ctx.finish()
+    bm = bmesh.new()
+    bm.from_mesh(ob.data)
+    limit = math.radians(sharp_deg)
+    for f in bm.faces:
+        f.smooth = sharp_deg > 0
+    for e in bm.edges:
+        if sharp_deg <= 0:
+            e.smooth = False
+        elif len(e.link_faces) == 2:
+            e.smooth = e.calc_face_angle(math.pi) < limit
+        else:
+            e.smooth = False
+    bm.to_mesh(ob.data)
+    bm.free()
+    return ob
+
+
+def _area(poly: Sequence[Sequence[float]]) -> float:
+    return 0.5 * sum(poly[i - 1][0] * poly[i][1] - poly[i][0] * poly[i - 1][1] for i in range(len(poly)))
+
+
+def _inset(poly: Sequence[Sequence[float]], d: float, clamp: float = 3.0) -> list[tuple[float, float]]:
+    """Offset a CCW polygon inwards by d (mitred corners, miter length clamped)."""
+    n = len(poly)
+    out = []
+    for i in range(n):
+        p0, p1, p2 = poly[i - 1], poly[i], poly[(i + 1) % n]
+        normals = []
+        for a, b in ((p0, p1), (p1, p2)):
+            ex, ey = b[0] - a[0], b[1] - a[1]
+            ln = math.hypot(ex, ey) or 1.0
+            normals.append((-ey / ln, ex / ln))  # left of the edge = inside for CCW
+        mx, my = normals[0][0] + normals[1][0], normals[0][1] + normals[1][1]
+        ln = math.hypot(mx, my)
+        if ln < 1e-9:
+            mx, my, ln = normals[0][0], normals[0][1], 1.0
+        mx, my = mx / ln, my / ln
+        cos_half = max(mx * normals[0][0] + my * normals[0][1], 1.0 / clamp)
+        k = d / cos_half
+        out.append((p1[0] + mx * k, p1[1] + my * k))
+    return out
+
+
+def _puffy(ctx, outline, thickness: float, mat, rounding: float = 0.0, steps: int = 3,
+           upright: bool = True, offset=(0.0, 0.0, 0.0),
+           warp: Callable[[float, float, float], tuple] | None = None) -> bpy.types.Object:
+    """Extrude a 2-D outline (u, v) by `thickness` with rounded edges of radius `rounding`.
+
+    upright: outline in the x-z plane (u = x, v = z), thickness along y, centred on y = 0;
+    otherwise outline in the x-y plane, thickness along z from z = 0.
+    """
+    poly = [tuple(p) for p in outline]
+    if _area(poly) < 0:
+        poly.reverse()
+    r = min(rounding, thickness / 2)
+    half = thickness / 2
+    layers = []  # (inset, w) from front (-w) to back (+w)
+    if r > 0:
+        for i in range(steps, -1, -1):
+            th = (math.pi / 2) * i / steps
+            layers.append((r * (1 - math.cos(th)), -half + r * (1 - math.sin(th))))
+        for i in range(0, steps + 1):
+            th = (math.pi / 2) * i / steps
+            layers.append((r * (1 - math.cos(th)), half - r * (1 - math.sin(th))))
+    else:
+        layers = [(0.0, -half), (0.0, half)]
+    bm = bmesh.new()
+    rings = []
+    for inset, w in layers:
+        pts = _inset(poly, inset) if inset > 1e-9 else poly
+        ring = []
+        for u, v in pts:
+            if upright:
+                co = (u + offset[0], w + offset[1], v + offset[2])
+            else:
+                co = (u + offset[0], v + offset[1], w + half + offset[2])
+            if warp is not None:
+                co = warp(*co)
+            ring.append(bm.verts.new(co))
+        rings.append(ring)
+    n = len(poly)
+    for a, b in zip(rings, rings[1:]):
+        for i in range(n):
+            j = (i + 1) % n
+            bm.faces.new((a[i], a[j], b[j], b[i]))
+    bm.faces.new(list(reversed(rings[0])))
+    bm.faces.new(rings[-1])
+    return _add_bm(ctx, bm, "puffy", mat)
+
+
+def _lathe(ctx, profile, mat, segments: int = 48, location=(0.0, 0.0, 0.0), scale=(1.0, 1.0, 1.0)):
+    """Revolve a (r, z) profile around z. Points with r == 0 become poles, so a profile
+    that starts and ends on the axis gives a closed surface."""
+    bm = bmesh.new()
+    rings = []
+    for r, z in profile:
+        if r < 1e-9:
+            rings.append([bm.verts.new((location[0], location[1], location[2] + z * scale[2]))])
+        else:
+            ring = []
+            for k in range(segments):
+                a = TAU * k / segments
+                ring.append(bm.verts.new((location[0] + r * math.cos(a) * scale[0],
+                                          location[1] + r * math.sin(a) * scale[1],
+                                          location[2] + z * scale[2])))
+            rings.append(ring)
+    for a, b in zip(rings, rings[1:]):
+        if len(a) == 1 and len(b) == 1:
+            continue
+        for k in range(segments):
+            j = (k + 1) % segments
+            if len(a) == 1:
+                bm.faces.new((a[0], b[k], b[j]))
+            elif len(b) == 1:
+                bm.faces.new((a[k], a[j], b[0]))
+            else:
+                bm.faces.new((a[k], a[j], b[j], b[k]))
+    for ring in (rings[0], rings[-1]):
+        if len(ring) > 1:
+            bm.faces.new(ring)
+    return _add_bm(ctx, bm, "lathe", mat)
+
+
+def _tube(ctx, path, radius, mat, sides: int = 12, caps: bool = True):
+    """Sweep a circle along a 3-D polyline; `radius` is a number or one per path point."""
+    from mathutils import Vector
+
+    pts = [Vector(p) for p in path]
+    radii = radius if isinstance(radius, (list, tuple)) else [radius] * len(pts)
+    bm = bmesh.new()
+    rings = []
+    normal = None
+    for i, p in enumerate(pts):
+        t = (pts[min(i + 1, len(pts) - 1)] - pts[max(i - 1, 0)]).normalized()
+        if normal is None:
+            ref = Vector((0, 0, 1)) if abs(t.z) < 0.9 else Vector((1, 0, 0))
+            normal = (ref - t * ref.dot(t)).normalized()
+        else:  # parallel transport
+            normal = (normal - t * normal.dot(t)).normalized()
+        binormal = t.cross(normal)
+        ring = []
+        for k in range(sides):
+            a = TAU * k / sides
+            ring.append(bm.verts.new(p + radii[i] * (math.cos(a) * normal + math.sin(a) * binormal)))
+        rings.append(ring)
+    for a, b in zip(rings, rings[1:]):
+        for k in range(sides):
+            j = (k + 1) % sides
+            bm.faces.new((a[k], a[j], b[j], b[k]))
+    if caps:
+        bm.faces.new(list(reversed(rings[0])))
+        bm.faces.new(rings[-1])
+    return _add_bm(ctx, bm, "tube", mat)
+
+
+def _slab(ctx, grid, thickness: float, mat):
+    """A thin closed sheet from a grid of top-surface points (rows x cols), thickness down z."""
+    bm = bmesh.new()
+    rows, cols = len(grid), len(grid[0])
+    top = [[bm.verts.new(grid[i][j]) for j in range(cols)] for i in range(rows)]
+    bot = [[bm.verts.new((grid[i][j][0], grid[i][j][1], grid[i][j][2] - thickness)) for j in range(cols)]
+           for i in range(rows)]
+    for i in range(rows - 1):
+        for j in range(cols - 1):
+            bm.faces.new((top[i][j], top[i][j + 1], top[i + 1][j + 1], top[i + 1][j]))
+            bm.faces.new((bot[i][j], bot[i + 1][j], bot[i + 1][j + 1], bot[i][j + 1]))
+    border = ([(0, j) for j in range(cols)] + [(i, cols - 1) for i in range(1, rows)]
+              + [(rows - 1, j) for j in range(cols - 2, -1, -1)] + [(i, 0) for i in range(rows - 2, 0, -1)])
+    for k in range(len(border)):
+        (i0, j0), (i1, j1) = border[k], border[(k + 1) % len(border)]
+        bm.faces.new((top[i0][j0], bot[i0][j0], bot[i1][j1], top[i1][j1]))
+    return _add_bm(ctx, bm, "slab", mat)
+
+
+def _circle(cx: float, cy: float, r: float, a0: float, a1: float, n: int) -> list[tuple[float, float]]:
+    return [(cx + r * math.cos(a0 + (a1 - a0) * i / n), cy + r * math.sin(a0 + (a1 - a0) * i / n))
+            for i in range(n + 1)]
+
+
+# -- solids --------------------------------------------------------------------------
+
+@builder("simco.cube")
+def cube(ctx):
+    ctx.box((1, 1, 1), (0, 0, 0.5), _body(ctx), bevel=0.03)
+    return _done(ctx, 50)
+
+
+@builder("simco.sphere")
+def sphere(ctx):
+    ctx.sphere(0.5, (0, 0, 0.5), _body(ctx), segments=48, rings=24)
+    return _done(ctx, 60)
+
+
+@builder("simco.cylinder")
+def cylinder(ctx):
+    ctx.cylinder(0.5, 1.0, (0, 0, 0.5), _body(ctx), segments=64)
+    return _done(ctx, 30)
+
+
+@builder("simco.cone")
+def cone(ctx):
+    ctx.cone(0.5, 1.0, (0, 0, 0.5), _body(ctx), segments=64)
+    return _done(ctx, 30)
+
+
+@builder("simco.pyramid")
+def pyramid(ctx):
+    # a square pyramid, base edges along x and y
+    ctx.cone(0.5 * math.sqrt(2), 0.8, (0, 0, 0.4), _body(ctx), rotation=(0, 0, math.pi / 4), segments=4)
+    return _done(ctx, 0)
+
+
+@builder("simco.torus")
+def torus(ctx):
+    ctx.torus(0.35, 0.15, (0, 0, 0.15), _body(ctx), segments=48, ring_segments=20)
+    return _done(ctx, 60)
+
+
+@builder("simco.diamond")
+def diamond(ctx):
+    """A brilliant-cut gem standing on its point: table, crown facets, girdle, pavilion."""
+    bm = bmesh.new()
+    H, crown_z, gt, gb = 0.8, 0.70, 0.56, 0.53
+
+    def ring(r, z, n, phase=0.0):
+        return [bm.verts.new((r * math.cos(phase + TAU * k / n), r * math.sin(phase + TAU * k / n), z))
+                for k in range(n)]
+
+    table = ring(0.29, H, 8)
+    star = ring(0.42, crown_z, 8, TAU / 16)
+    gtop = ring(0.5, gt, 16)
+    gbot = ring(0.5, gb, 16)
+    mid = ring(0.25, 0.26, 8, TAU / 16)
+    culet = bm.verts.new((0, 0, 0))
+    bm.faces.new(table)
+    for k in range(8):
+        k1 = (k + 1) % 8
+        bm.faces.new((table[k], star[k], table[k1]))  # star facets
+        bm.faces.new((table[k], star[k - 1], gtop[2 * k], star[k]))  # bezel (kite) facets
+        bm.faces.new((star[k], gtop[2 * k], gtop[2 * k + 1]))  # upper girdle facets
+        bm.faces.new((star[k], gtop[2 * k + 1], gtop[(2 * k + 2) % 16]))
+    for j in range(16):
+        j1 = (j + 1) % 16
+        bm.faces.new((gtop[j], gbot[j], gbot[j1], gtop[j1]))
+    for k in range(8):
+        a, b, c = gbot[2 * k], gbot[2 * k + 1], gbot[(2 * k + 2) % 16]
+        bm.faces.new((a, b, mid[k]))  # lower girdle facets
+        bm.faces.new((b, c, mid[k]))
+        bm.faces.new((mid[k], c, mid[(k + 1) % 8], culet))  # pavilion mains
+    for f in bm.faces:
+        f.normal_update()
+    _add_bm(ctx, bm, "gem", _body(ctx))
+    return _done(ctx, 0)
+
+
+@builder("simco.pentagon")
+def pentagon(ctx):
+    """A regular pentagonal prism lying on the ground, one corner pointing away (+y)."""
+    outline = [(math.cos(math.pi / 2 + TAU * k / 5), math.sin(math.pi / 2 + TAU * k / 5)) for k in range(5)]
+    outline = [(0.5 * x, 0.5 * y) for x, y in outline]
+    _puffy(ctx, outline, 0.26, _body(ctx), rounding=0.025, steps=2, upright=False)
+    return _done(ctx, 40)
+
+
+# -- upright flat shapes -------------------------------------------------------------
+
+@builder("simco.heart")
+def heart(ctx):
+    pts = []
+    n = 120
+    for i in range(n):
+        t = TAU * i / n
+        pts.append((16 * math.sin(t) ** 3 / 32,
+                    (13 * math.cos(t) - 5 * math.cos(2 * t) - 2 * math.cos(3 * t) - math.cos(4 * t)) / 32))
+    _puffy(ctx, pts, 0.4, _body(ctx), rounding=0.16, steps=4)
+    return _done(ctx, 40)
+
+
+@builder("simco.moon")
+def moon(ctx):
+    """A crescent: a disc minus an offset disc, tips pointing right (+x)."""
+    R, c = 0.5, 0.268
+    r = c + 0.25
+    x = (R * R - r * r + c * c) / (2 * c)
+    z = math.sqrt(R * R - x * x)
+    a_out = math.atan2(z, x)
+    a_in = math.atan2(z, x - c)
+    outer = _circle(0, 0, R, a_out, TAU - a_out, 64)
+    inner = _circle(c, 0, r, TAU - a_in, a_in, 48)
+    pts = outer + inner[1:-1]
+    _puffy(ctx, pts, 0.3, _body(ctx), rounding=0.1, steps=3)
+    return _done(ctx, 40)
+
+
+@builder("simco.cross")
+def cross(ctx):
+    a, b = 1 / 6, 0.5
+    pts = [(-a, -b), (a, -b), (a, -a), (b, -a), (b, a), (a, a), (a, b), (-a, b), (-a, a), (-b, a), (-b, -a),
+           (-a, -a)]
+    _puffy(ctx, pts, 0.3, _body(ctx), rounding=0.05, steps=2)
+    return _done(ctx, 40)
+
+
+@builder("simco.snowflake")
+def snowflake(ctx):
+    """Six arms with two pairs of side branches, a hexagonal hub; arms up and down."""
+    body = _body(ctx)
+    hexagon = [(0.13 * math.cos(TAU * k / 6), 0.13 * math.sin(TAU * k / 6)) for k in range(6)]
+    _puffy(ctx, hexagon, 0.15, body, rounding=0.02, steps=1)
+
+    def bar(cx, cz, angle, length, width, thick):
+        # a box along direction (sin angle, cos angle) in x-z, centred at (cx, cz)
+        ctx.box((width, thick, length), (cx, 0, cz), body, rotation=(0, angle, 0))
+
+    for k in range(6):
+        a = TAU * k / 6
+        dx, dz = math.sin(a), math.cos(a)
+        bar(dx * 0.25, dz * 0.25, a, 0.5, 0.075, 0.12)
+        # a small diamond at the tip
+        ctx.box((0.07, 0.11, 0.07), (dx * 0.47, 0, dz * 0.47), body, rotation=(0, a + math.pi / 4, 0))
+        for s, length in ((0.21, 0.16), (0.34, 0.11)):
+            for side in (-1, 1):
+                b = a + side * math.pi / 3
+                ex, ez = math.sin(b), math.cos(b)
+                cx, cz = dx * s + ex * length / 2, dz * s + ez * length / 2
+                bar(cx, cz, b, length, 0.055, 0.1)
+    return _done(ctx, 40)
+
+
+@builder("simco.leaf")
+def leaf(ctx):
+    """An ovate leaf standing on its stem, with a raised midrib and side veins, gently curved."""
+    body = _body(ctx)
+    z0, z1, W = 0.16, 1.0, 0.275
+    n = 40
+
+    def half_width(s):
+        return W * math.sin(math.pi * s ** 0.8) ** 0.85 * (1 - 0.15 * s)
+
+    right = [(half_width(i / n), z0 + (z1 - z0) * i / n) for i in range(1, n)]
+    pts = [(0.0, z0)] + right + [(0.0, z1)] + [(-x, z) for x, z in reversed(right)]
+
+    def warp(x, y, z):  # cup the blade and bend the tip back
+        s = (z - z0) / (z1 - z0)
+        return (x, y + 0.5 * x * x + 0.06 * max(s, 0) ** 2, z)
+
+    _puffy(ctx, pts, 0.035, body, rounding=0.015, steps=2, warp=warp)
+    # stem + midrib
+    path, radii = [], []
+    for i in range(25):
+        z = 0.0 + (0.93 - 0.0) * i / 24
+        path.append(warp(0, 0, z))
+        radii.append(0.022 if z < z0 else 0.022 - 0.012 * (z - z0) / (0.93 - z0))
+    _tube(ctx, path, radii, body, sides=10)
+    # side veins
+    for s in (0.16, 0.32, 0.48, 0.64):
+        zs = z0 + (z1 - z0) * s
+        reach = 0.8 * half_width(s + 0.08)
+        for side in (-1, 1):
+            vp = []
+            for i in range(8):
+                t = i / 7
+                x = side * reach * t
+                vp.append(warp(x, 0, zs + 0.12 * t ** 1.2))
+            _tube(ctx, vp, 0.011, body, sides=8)
+    return _done(ctx, 40)
+
+
+@builder("simco.arrow")
+def arrow(ctx):
+    """A block arrow pointing right (+x)."""
+    head_x, h = 0.06, 0.55
+    s0, s1 = 0.15, 0.40
+    pts = [(-0.5, s0), (head_x, s0), (head_x, 0.0), (0.5, h / 2), (head_x, h), (head_x, s1), (-0.5, s1)]
+    _puffy(ctx, pts, 0.3, _body(ctx), rounding=0.05, steps=2)
+    return _done(ctx, 40)
+
+
+@builder("simco.star")
+def star(ctx):
+    """A five-pointed star, point up, with faceted ridges rising to the centre on both sides."""
+    R, r = 0.5, 0.5 * 0.42
+    outline = []
+    for k in range(10):
+        a = math.pi / 2 + math.pi * k / 5
+        rad = R if k % 2 == 0 else r
+        outline.append((rad * math.cos(a), rad * math.sin(a)))
+    bm = bmesh.new()
+    rim = 0.05
+    front = [bm.verts.new((x, -rim, z)) for x, z in outline]
+    back = [bm.verts.new((x, rim, z)) for x, z in outline]
+    cf = bm.verts.new((0, -0.15, 0))
+    cb = bm.verts.new((0, 0.15, 0))
+    for i in range(10):
+        j = (i + 1) % 10
+        bm.faces.new((front[i], front[j], cf))
+        bm.faces.new((back[j], back[i], cb))
+        bm.faces.new((front[j], front[i], back[i], back[j]))
+    _add_bm(ctx, bm, "star", _body(ctx))
+    return _done(ctx, 0)
+
+
+# -- everyday things -----------------------------------------------------------------
+
+@builder("simco.mug")
+def mug(ctx):
+    """A hollow mug (rounded rim, inner floor) with a D-shaped handle on the right (+x)."""
+    body = _body(ctx)
+    R, H, w = 0.35, 0.85, 0.045
+    prof = [(0.0, 0.0), (R - 0.03, 0.0), (R - 0.009, 0.009), (R, 0.03), (R, H - w / 2)]
+    prof += _circle(R - w / 2, H - w / 2, w / 2, 0.0, math.pi, 6)[1:]
+    prof += [(R - w, 0.12), (R - w - 0.025, 0.095), (0.0, 0.095)]
+    _lathe(ctx, prof, body, segments=48)
+    # handle: a rounded D from the upper to the lower body, sticking out ~0.3
+    path = []
+    for i in range(25):
+        t = math.pi * (0.5 - i / 24)  # +90 deg .. -90 deg
+        c, s = math.cos(t), math.sin(t)
+        x = R - 0.03 + 0.30 * abs(c) ** 0.7
+        z = 0.45 + 0.24 * (abs(s) ** 0.8) * (1 if s >= 0 else -1)
+        path.append((x, 0.0, z))
+    _tube(ctx, path, 0.05, body, sides=12)
+    return _done(ctx, 40)
+
+
+@builder("simco.pot")
+def pot(ctx):
+    """A tapered flower pot with a thick rolled rim, filled with soil."""
+    body = _body(ctx)
+    soil = ctx.material("soil", SOIL)
+    r0, r1, rr, H, band = 0.30, 0.385, 0.45, 0.8, 0.17
+    w = 0.04
+    prof = [(0.0, 0.0), (r0 - 0.015, 0.0), (r0, 0.015), (r1, H - band - 0.01), (rr - 0.01, H - band),
+            (rr, H - band + 0.01), (rr, H - 0.02), (rr - 0.02, H), (rr - w - 0.02, H), (rr - w - 0.03, H - 0.02),
+            (r0 - w, 0.07), (0.0, 0.07)]
+    _lathe(ctx, prof, body, segments=48)
+    soil_z = H - 0.09
+    soil_r = rr - w - 0.03 - 0.01 - (H - 0.02 - soil_z) * (r1 - r0) / (H - band)
+    ctx.cylinder(soil_r, 0.05, (0, 0, soil_z - 0.025), soil, segments=48)
+    # a few clods so the soil reads as soil, not as a lid
+    for i, (a, d) in enumerate(((0.3, 0.12), (2.0, 0.2), (3.9, 0.15), (5.1, 0.24), (1.2, 0.26), (4.6, 0.05))):
+        ctx.sphere(0.035 + 0.008 * (i % 3), (d * math.cos(a), d * math.sin(a), soil_z), soil,
+                   scale=(1, 1, 0.55), segments=10, rings=6)
+    return _done(ctx, 40)
+
+
+@builder("simco.cap")
+def cap(ctx):
+    """A baseball cap: a six-panel dome with a button, and a curved visor facing -y."""
+    body = _body(ctx)
+    Rx, Ry, Hc, cy = 0.375, 0.36, 0.42, 0.14
+    n = 14
+    prof = [(0.0, 0.0), (Rx * 0.98, 0.0)]
+    for i in range(n + 1):
+        ph = (math.pi / 2) * i / n
+        prof.append((Rx * math.cos(ph) ** 0.85, Hc * math.sin(ph) ** 0.9))
+    prof[-1] = (0.0, Hc)
+    _lathe(ctx, prof, body, segments=48, location=(0, cy, 0), scale=(1, Ry / Rx, 1))
+    ctx.sphere(0.04, (0, cy, Hc), body, scale=(1, 1, 0.6), segments=12, rings=6)
+    # panel seams: six raised meridians from the button to the band
+    for k in range(6):
+        a = TAU * k / 6 + TAU / 12
+        path = []
+        for i in range(1, n + 1):
+            ph = (math.pi / 2) * i / n
+            rr = (Rx * math.cos(ph) ** 0.85 + 0.004)
+            path.append((rr * math.cos(a), cy + rr * math.sin(a) * Ry / Rx, Hc * math.sin(ph) ** 0.9 + 0.004))
+        path.reverse()
+        _tube(ctx, path, 0.009, body, sides=6)
+    # visor: a curved sheet out of the front of the crown
+    rows, cols = 7, 21
+    grid = []
+    for i in range(rows):
+        v = i / (rows - 1)
+        row = []
+        for j in range(cols):
+            u = -1 + 2 * j / (cols - 1)
+            ph = u * math.radians(72)
+            ix, iy = 0.97 * Rx * math.sin(ph), cy - 0.97 * Ry * math.cos(ph)
+            length = 0.30 * math.cos(ph) ** 0.6 + 0.02
+            x, y = ix + math.sin(ph) * length * v * 0.9, iy - math.cos(ph) * length * v
+            z = 0.085 - 0.05 * math.sin(ph) ** 2 * (0.4 + v) - 0.035 * v
+            row.append((x, y, z))
+        grid.append(row)
+    _slab(ctx, grid, 0.022, body)
+    return _done(ctx, 40)

@@ -1,0 +1,92 @@
+"""Contact sheets and single-object renders, from the renderer's own camera and light.
+
+`comco objects preview SET --out sheet.png` and `comco objects show SET NAME` call
+these in a worker-like bpy process. Each object is planned as a reference single
+(alone, centred, the large object's size), so the sheet shows exactly what probes see.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+
+from PIL import Image, ImageDraw, ImageFont
+
+from comco.manifest import load_object_set
+from comco.planner import PlanConfig, Planner
+
+
+def render_singles(object_set: str, names: list[str] | None, preset: str, size: int, out_dir: str,
+                   colors: bool = False, samples: int | None = None) -> list[tuple[str, str]]:
+    """Render reference singles; returns (label, png path) pairs."""
+    import bpy
+
+    from comco.scenes.instancer import Instancer
+    from comco.scenes.stage import build_stage, render_to, reset, set_camera, set_lights
+
+    oset = load_object_set(object_set)
+    planner = Planner(PlanConfig(object_set=object_set, n=1, resolution=(size, size), colors=colors), oset)
+    singles = [s for s in planner.singles() if names is None or s["name"] in names]
+    reset()
+    scene = build_stage(preset, size, size, samples=samples)
+    coll = bpy.data.collections.new("objects")
+    scene.collection.children.link(coll)
+    inst = Instancer(oset, coll)
+    out = []
+    for s in singles:
+        set_camera(scene, s["camera"])
+        set_lights(scene, s["lights"])
+        inst.add(s["objects"][0], 0)
+        path = os.path.join(out_dir, f"{s['id']}.png")
+        render_to(scene, path)
+        inst.clear()
+        out.append((s["id"], path))
+    return out
+
+
+def contact_sheet(items: list[tuple[str, str]], out: str, columns: int | None = None, title: str = "") -> None:
+    tiles = [(label, Image.open(p).convert("RGB")) for label, p in items]
+    size = tiles[0][1].width
+    columns = columns or math.ceil(math.sqrt(len(tiles) * 1.3))
+    rows = math.ceil(len(tiles) / columns)
+    label_h = max(14, size // 9)
+    head = label_h + 8 if title else 0
+    sheet = Image.new("RGB", (columns * size, head + rows * (size + label_h)), "white")
+    draw = ImageDraw.Draw(sheet)
+    font = _font(label_h - 3)
+    if title:
+        draw.text((6, 4), title, fill="black", font=font)
+    for k, (label, img) in enumerate(tiles):
+        x, y = (k % columns) * size, head + (k // columns) * (size + label_h)
+        sheet.paste(img, (x, y))
+        draw.text((x + 4, y + size + 1), label, fill="black", font=font)
+    tmp = out + ".tmp.png"
+    sheet.save(tmp)
+    os.replace(tmp, out)
+
+
+def _font(px: int):
+    for name in ("DejaVuSans.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"):
+        try:
+            return ImageFont.truetype(name, px)
+        except OSError:
+            continue
+    return ImageFont.load_default()
+
+
+def preview(object_set: str, out: str, preset: str = "draft", size: int = 160, colors: bool = False,
+            names: list[str] | None = None, samples: int | None = None) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        items = render_singles(object_set, names, preset, size, tmp, colors, samples)
+        contact_sheet(items, out, title=f"{object_set} ({preset})")
+    return len(items)
+
+
+if __name__ == "__main__":  # python -m comco.scenes.preview SET OUT.png [preset] [size] [names...]
+    import sys
+
+    args = sys.argv[1:]
+    n = preview(args[0], args[1], args[2] if len(args) > 2 else "draft", int(args[3]) if len(args) > 3 else 160,
+                names=args[4:] or None)
+    print(f"{n} objects -> {args[1]}")

@@ -1,0 +1,66 @@
+"""The render worker: one bpy per process, a base scene built once, jobs over a pipe.
+
+Each job is a scene record (or a single-object reference record). The worker sets
+camera and lights, links the record's objects from its cache, renders the image
+(written atomically), measures every object with an ID render, and answers with the
+record plus measurements, or with the reason it failed.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+from comco.manifest import load_object_set
+
+
+def serve(conn, cfg: dict) -> None:
+    import bpy  # noqa: F401  (first import of bpy happens here, in the worker process)
+
+    from comco.scenes.instancer import Instancer, ObjectBuildError
+    from comco.scenes.measure import build_id_scene, measure, save_mask, scratch_dir
+    from comco.scenes.stage import build_stage, render_to, reset, set_camera, set_lights
+
+    reset()
+    w, h = cfg["resolution"]
+    scene = build_stage(cfg["preset"], w, h, cfg.get("device", "cpu"), cfg.get("samples"), cfg.get("threads", 0))
+    objects = bpy.data.collections.new("objects")
+    scene.collection.children.link(objects)
+    id_scene = build_id_scene(scene, objects)
+    inst = Instancer(load_object_set(cfg["object_set"]), objects)
+    work = scratch_dir()
+    root = cfg["out"]
+    conn.send({"kind": "ready", "pid": os.getpid()})
+    done = 0
+    while True:
+        job = conn.recv()
+        if job is None:
+            break
+        record = job["record"]
+        try:
+            set_camera(scene, record["camera"])
+            set_lights(scene, record["lights"])
+            live = [inst.add(o, i) for i, o in enumerate(record["objects"])]
+            final = os.path.join(root, record["image"])
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            tmp = os.path.join(work, "image.png")
+            render_to(scene, tmp)
+            measured, labels = measure(id_scene, live, work)
+            for o, m in zip(record["objects"], measured):
+                o["measured"] = m
+            if job.get("mask"):
+                mask = os.path.join(root, "masks", os.path.basename(record["image"]))
+                os.makedirs(os.path.dirname(mask), exist_ok=True)
+                save_mask(labels, mask)
+            os.replace(tmp, final)
+            conn.send({"kind": "done", "record": record})
+        except ObjectBuildError as exc:
+            conn.send({"kind": "failed", "record": record, "reason": f"broken object: {exc}"})
+        except Exception:
+            conn.send({"kind": "error", "record": record, "reason": traceback.format_exc(limit=4)})
+        finally:
+            inst.clear()
+        done += 1
+        if done >= cfg.get("max_per_worker", 10**9):
+            conn.send({"kind": "retire"})
+            break

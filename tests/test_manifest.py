@@ -1,0 +1,72 @@
+"""Manifests: the two built-in sets load and hash; bad manifests fail with one line."""
+
+import shutil
+
+import pytest
+
+from comco.errors import UserError
+from comco.manifest import load_object_set
+
+GOOD = '''name = "mine"
+[[objects]]
+name = "brick"
+plural = "bricks"
+article = "a"
+dimensions_m = [0.2, 0.1, 0.06]
+size_class = "small"
+colorable = true
+source = "mesh:brick.obj"
+'''
+
+
+def write(tmp_path, text, mesh=True):
+    (tmp_path / "objects.toml").write_text(text)
+    if mesh:
+        (tmp_path / "brick.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    return tmp_path
+
+
+def test_builtin_sets_load_with_stable_hash():
+    a, b = load_object_set("comco"), load_object_set("comco")
+    assert a.hash == b.hash and len(a.hash) == 16
+    assert load_object_set("simco").hash != a.hash
+    car = a.get("car")
+    assert car.size_class == "medium" and car.longest_m == 4.5 and car.colorable
+
+
+def test_user_set_loads_from_a_folder(tmp_path):
+    s = load_object_set(write(tmp_path, GOOD))
+    assert s.names == ["brick"] and s.get("brick").source_ref == "brick.obj"
+
+
+def test_hash_covers_mesh_bytes(tmp_path):
+    h1 = load_object_set(write(tmp_path, GOOD)).hash
+    (tmp_path / "brick.obj").write_text("v 0 0 0\nv 2 0 0\nv 0 1 0\nf 1 2 3\n")
+    assert load_object_set(tmp_path).hash != h1
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.replace('plural = "bricks"\n', ""), "missing field 'plural'"),
+    (lambda t: t + 'colour = "red"\n', "unknown key 'colour'"),
+    (lambda t: t + t[t.index("[[objects]]"):], "duplicate object name 'brick'"),
+    (lambda t: t.replace("mesh:brick.obj", "mesh:../brick.obj"), "leaves the set's folder"),
+    (lambda t: t.replace("mesh:brick.obj", "mesh:/etc/brick.obj"), "is absolute"),
+    (lambda t: t.replace("mesh:brick.obj", "mesh:nothere.obj"), "not found"),
+    (lambda t: t.replace('size_class = "small"', 'size_class = "large"'), "disagrees"),
+    (lambda t: t.replace('article = "a"', 'article = "the"'), "article"),
+    (lambda t: t.replace("[0.2, 0.1, 0.06]", "[0.2, 0, 0.06]"), "positive"),
+])
+def test_bad_manifests(tmp_path, change, message):
+    write(tmp_path, change(GOOD))
+    with pytest.raises(UserError, match=message):
+        load_object_set(tmp_path)
+
+
+def test_unknown_set_names_the_builtins():
+    with pytest.raises(UserError, match="comco, simco"):
+        load_object_set("nosuchset")
+
+
+def test_unknown_object_suggests(tmp_path):
+    with pytest.raises(UserError, match="did you mean"):
+        load_object_set("comco").get("carot")

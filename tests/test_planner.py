@@ -1,0 +1,151 @@
+"""Planner: determinism, balance of mention orders, layouts that fit, sizes and ranks."""
+
+import itertools
+import json
+from collections import Counter
+
+import pytest
+
+from comco.camera import Camera
+from comco.manifest import load_object_set
+from comco.plan_run import run_plan
+from comco.planner import SLOTS, PlanConfig, Planner, _fits
+
+
+@pytest.fixture(scope="module")
+def comco_set():
+    return load_object_set("comco")
+
+
+def test_same_seed_same_bytes_other_seed_differs(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    run_plan(PlanConfig(n=40, seed=3), a, quiet=True)
+    run_plan(PlanConfig(n=40, seed=3), b, quiet=True)
+    run_plan(PlanConfig(n=40, seed=4), c, quiet=True)
+    assert (a / "scenes.jsonl").read_bytes() == (b / "scenes.jsonl").read_bytes()
+    assert (a / "scenes.jsonl").read_bytes() != (c / "scenes.jsonl").read_bytes()
+
+
+def test_parallel_planning_equals_serial(tmp_path, monkeypatch):
+    import comco.plan_run as pr
+
+    monkeypatch.setattr(pr, "PARALLEL_FROM", 10)
+    monkeypatch.setattr(pr, "CHUNK", 7)
+    run_plan(PlanConfig(n=30, seed=1), tmp_path / "par", quiet=True, workers=2)
+    run_plan(PlanConfig(n=30, seed=1), tmp_path / "ser", quiet=True, workers=1)
+    assert (tmp_path / "par" / "scenes.jsonl").read_bytes() == (tmp_path / "ser" / "scenes.jsonl").read_bytes()
+
+
+def test_largest_object_equally_often_at_each_position(comco_set):
+    planner = Planner(PlanConfig(n=2000, objects=(4,), seed=7), comco_set)
+    first_of_largest = Counter()
+    per_object_position = Counter()
+    total = 0
+    for rec in planner.records():
+        largest = next(i for i, o in enumerate(rec["objects"]) if o["size_rank"] == 0)
+        for order in rec["mention_orders"]:
+            first_of_largest[order.index(largest)] += 1
+            for pos, i in enumerate(order):
+                per_object_position[(rec["objects"][i]["name"], pos)] += 1
+            total += 1
+    for pos in range(4):
+        assert abs(first_of_largest[pos] / total - 0.25) < 0.03
+    # every object is about equally often at each position
+    for name in comco_set.names[:10]:
+        counts = [per_object_position[(name, p)] for p in range(4)]
+        assert max(counts) - min(counts) <= 0.5 * (sum(counts) / 4) + 10
+
+
+def test_small_counts_carry_all_permutations(comco_set):
+    planner = Planner(PlanConfig(n=6, objects=(2, 3)), comco_set)
+    for rec in planner.records():
+        n = len(rec["objects"])
+        assert sorted(map(tuple, rec["mention_orders"])) == sorted(itertools.permutations(range(n)))
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0])
+def test_order_bias_puts_largest_first_with_probability_p(comco_set, p):
+    planner = Planner(PlanConfig(n=600, objects=(4,), order_bias=p, seed=2), comco_set)
+    first = total = 0
+    for rec in planner.records():
+        largest = next(i for i, o in enumerate(rec["objects"]) if o["size_rank"] == 0)
+        for order in rec["mention_orders"]:
+            first += order[0] == largest
+            total += 1
+    expected = p + (1 - p) / 4
+    assert abs(first / total - expected) < 0.04
+
+
+@pytest.mark.parametrize("layout", ["one-large", "equal", "graded", "realistic"])
+@pytest.mark.parametrize("set_name", ["comco", "simco"])
+def test_every_layout_fits_the_view_without_overlap(set_name, layout):
+    oset = load_object_set(set_name)
+    cfg = PlanConfig(n=150, objects=(2, 3, 4, 5), layout=layout, resolution=(320, 240), seed=5)
+    planner = Planner(cfg, oset)
+    cam = Camera.default(*cfg.resolution)
+    for rec in planner.records():
+        boxes = [cam.box_bounds(tuple(o["location"]), oset.get(o["name"]).normalized_dimensions(o["scale"]),
+                                o["rotation_z"]) for o in rec["objects"]]
+        assert _fits(boxes, 320, 240, 0.0)
+        assert len({o["slot"] for o in rec["objects"]}) == len(rec["objects"])
+        assert all(o["slot"] in SLOTS for o in rec["objects"])
+
+
+def test_size_ranks_agree_with_planned_sizes(comco_set):
+    for layout in ("one-large", "graded", "realistic"):
+        planner = Planner(PlanConfig(n=100, layout=layout), comco_set)
+        for rec in planner.records():
+            by_rank = sorted(rec["objects"], key=lambda o: o["size_rank"])
+            fr = [o["planned_fraction"] for o in by_rank]
+            assert fr == sorted(fr, reverse=True)
+            assert rec["large_slot"] == by_rank[0]["slot"]
+
+
+def test_one_large_sizes_match_comco(comco_set):
+    planner = Planner(PlanConfig(n=200), comco_set)
+    for rec in planner.records():
+        fr = sorted((o["planned_fraction"] for o in rec["objects"]), reverse=True)
+        assert 0.06 <= fr[0] <= 0.08
+        assert all(0.005 <= f <= 0.01 for f in fr[1:])
+
+
+def test_large_slot_option_is_respected(comco_set):
+    planner = Planner(PlanConfig(n=60, large_slot=("M", "UL")), comco_set)
+    slots = Counter(rec["large_slot"] for rec in planner.records())
+    assert set(slots) == {"M", "UL"}
+
+
+def test_counts_spread_evenly(comco_set):
+    planner = Planner(PlanConfig(n=100, objects=(2, 3, 4, 5)), comco_set)
+    assert Counter(len(r["objects"]) for r in planner.records()) == {2: 25, 3: 25, 4: 25, 5: 25}
+
+
+def test_replanning_keeps_the_objects(comco_set):
+    planner = Planner(PlanConfig(n=300, objects=(5,)), comco_set)
+    for i in range(300):
+        rec = planner.plan(i)
+        if 0 < rec["retry"] < 10:
+            assert [o["name"] for o in rec["objects"]] == [o.name for o in planner.choose_objects(i)]
+
+
+def test_colors_are_palette_colours_and_distinct(comco_set):
+    planner = Planner(PlanConfig(n=80, colors=True), comco_set)
+    for rec in planner.records():
+        cols = [o["color"] for o in rec["objects"]]
+        assert all(c in comco_set.palette for c in cols)
+        colourable = [o["color"] for o in rec["objects"] if comco_set.get(o["name"]).colorable]
+        assert len(set(colourable)) == len(colourable)
+
+
+def test_singles_one_per_object(comco_set):
+    singles = Planner(PlanConfig(n=1), comco_set).singles()
+    assert [s["name"] for s in singles] == comco_set.names
+    assert all(s["objects"][0]["slot"] == "M" for s in singles)
+
+
+def test_dataset_json_records_config_and_hash(tmp_path, comco_set):
+    run_plan(PlanConfig(n=5), tmp_path, quiet=True)
+    info = json.loads((tmp_path / "dataset.json").read_text())
+    assert info["object_set_hash"] == comco_set.hash
+    assert info["config"]["n"] == 5 and info["counts"]["images"] == 5
+    assert info["generator"].startswith("comco")

@@ -1,0 +1,73 @@
+"""Tiny comco datasets for the training tests: real planner records, images drawn with
+PIL instead of Blender (each object a disc of its own colour at its planned place and
+size), so a model can learn which names go with which pictures."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+from comco.camera import Camera
+from comco.dataset import Dataset
+
+PALETTE = {"gray": (86, 86, 86), "red": (173, 33, 33), "blue": (41, 74, 214), "green": (28, 105, 20),
+           "brown": (130, 74, 26), "purple": (130, 38, 191), "cyan": (41, 209, 209), "yellow": (255, 237, 51)}
+
+
+def name_colour(name: str) -> tuple[int, int, int]:
+    digest = hashlib.sha256(name.encode()).digest()
+    return digest[0], digest[1], digest[2]
+
+
+def draw_record(record: dict, path: Path) -> None:
+    width, height = record["resolution"]
+    camera = Camera.from_record(record["camera"], width, height)
+    image = Image.new("RGB", (width, height), (128, 128, 128))
+    draw = ImageDraw.Draw(image)
+    for obj in sorted(record["objects"], key=lambda o: -o["size_rank"]):
+        u, v, _ = camera.project(tuple(obj["location"]))
+        radius = max(2.0, math.sqrt(obj["planned_fraction"] * width * height / math.pi))
+        fill = PALETTE.get(obj.get("color") or "", name_colour(obj["name"]))
+        draw.ellipse([u - radius, v - radius, u + radius, v + radius], fill=fill)
+        # a name-specific mark inside, so colour-only datasets still show which object it is
+        draw.rectangle([u - radius / 3, v - radius / 3, u + radius / 3, v + radius / 3], fill=name_colour(obj["name"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path)
+
+
+def make_dataset(root: Path, *, n: int = 24, colors: bool = False, resolution: int = 64,
+                 objects: tuple[int, ...] = (2, 3), seed: int = 0, large_fraction: float = 0.12,
+                 small_fraction: tuple[float, float] = (0.025, 0.035)) -> Path:
+    from comco.plan_run import run_plan
+    from comco.planner import PlanConfig
+
+    cfg = PlanConfig(object_set="simco", objects=objects, n=n, seed=seed, resolution=(resolution, resolution),
+                     colors=colors, large_fraction=large_fraction, small_fraction=small_fraction)
+    run_plan(cfg, root, quiet=True)
+    dataset = Dataset(root)
+    for record in dataset.records():
+        draw_record(record, dataset.image_path(record))
+    return root
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory) -> Path:
+    return make_dataset(tmp_path_factory.mktemp("comco-data"))
+
+
+def test_fixture_dataset_has_images_and_long_captions(tmp_path):
+    root = make_dataset(tmp_path / "d", n=4)
+    records = list(Dataset(root).records())
+    assert len(records) == 4
+    assert all((root / r["image"]).is_file() for r in records)
+    assert all(len(r["captions"]["long"]) == len(r["mention_orders"]) for r in records)

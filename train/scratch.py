@@ -1,0 +1,108 @@
+"""`comco train scratch`: a small CLIP from random weights on a comco dataset.
+
+The lab's instrument: the caption distribution a dataset was planned with (for
+example --order-bias p) is the variable, so this only reads images and captions.
+Sized for CPUs: a 64 px ViT with 8 px patches and a 4-layer text transformer; most
+of the ~8 M parameters are the 49408-token embedding table, which costs little.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import torch
+
+from comco.errors import UserError
+from comco.train.clip_forward import clamp_logit_scale, clip_features
+from comco.train.config import TrainConfig
+from comco.train.data import TrainData
+from comco.train.images import OPENAI_MEAN, OPENAI_STD, CachedImages, MicroBatches, iterate
+from comco.train.losses import contrastive_loss
+from comco.train.samplers import sample_rng
+from comco.train.task import decay_groups
+
+SCRATCH_NAME = "comco-scratch"
+# Defaults for a from-scratch run (the fine-tuning defaults of TrainConfig are the paper's).
+DEFAULTS = {"lr": 5e-4, "weight_decay": 0.1, "warmup": 50, "batch_size": 64, "epochs": 10.0,
+            "label_smoothing": 0.0, "workers": 0, "checkpoint_every": 200}
+SIZE = {"resolution": 64, "patch_size": 8, "vision_width": 128, "vision_layers": 4,
+        "text_width": 128, "text_layers": 4, "embed_dim": 128, "context_length": 32}
+_SALT_CAPTION = 0xCA9
+
+
+def scratch_cfg(resolution: int = 64, patch_size: int = 8, vision_width: int = 128, vision_layers: int = 4,
+                text_width: int = 128, text_layers: int = 4, embed_dim: int = 128,
+                context_length: int = 32) -> dict:
+    """An open_clip model config (the `open_clip_cfg` of the checkpoint)."""
+    if resolution % patch_size:
+        raise UserError(f"--resolution {resolution} is not a multiple of the patch size {patch_size}")
+    for name, width in (("vision", vision_width), ("text", text_width)):
+        if width % 32:
+            raise UserError(f"{name} width {width}: must be a multiple of 32 (head width)")
+    return {
+        "embed_dim": embed_dim,
+        "vision_cfg": {"image_size": resolution, "patch_size": patch_size, "width": vision_width,
+                       "layers": vision_layers, "head_width": 32, "mlp_ratio": 4.0},
+        "text_cfg": {"context_length": context_length, "vocab_size": 49408, "width": text_width,
+                     "heads": text_width // 32, "layers": text_layers},
+    }
+
+
+class ScratchTask:
+    kind = "scratch"
+
+    def __init__(self, data: TrainData, cfg: TrainConfig, cache_dir: Path | None = None):
+        import open_clip
+
+        if data.source != "comco":
+            raise UserError("comco train scratch reads a comco dataset folder (scenes.jsonl); "
+                            "use longclip/debias for other data")
+        self.cfg = cfg
+        self.samples = data.samples
+        size = {k: cfg.options.get(k, v) for k, v in SIZE.items()}
+        self.model_cfg = scratch_cfg(**size)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)  # the initial weights are part of the seeded run
+            self.module = open_clip.CLIP(**self.model_cfg)
+        self.tokenizer = open_clip.SimpleTokenizer(context_length=size["context_length"])
+        cache = Path(cache_dir) if cache_dir else Path(cfg.out) / "cache"
+        self.images = CachedImages.build([s.image for s in self.samples], size["resolution"], cache,
+                                         threads=max(2, cfg.workers))
+
+    def num_samples(self) -> int:
+        return len(self.samples)
+
+    def texts(self, epoch: int, indices: list[int]) -> dict[str, torch.Tensor]:
+        """One caption per sample, uniform over its templates x mention orders."""
+        captions = []
+        for i in indices:
+            options = self.samples[i].captions
+            rng = sample_rng(self.cfg.seed, epoch, i, _SALT_CAPTION)
+            captions.append(options[int(rng.integers(len(options)))])
+        return {"text": self.tokenizer(captions)}
+
+    def batches(self, plan: Iterable[tuple[int, list[int]]]):
+        return iterate(MicroBatches(self.images, self.texts), plan, self.cfg.workers)
+
+    def loss(self, module, batch):
+        image, text, scale = clip_features(module, batch.tensors["image"], batch.tensors["text"])
+        loss = contrastive_loss(image, text, scale, self.cfg.label_smoothing)
+        return loss, {"logit_scale": float(scale.detach())}
+
+    def after_step(self) -> None:
+        clamp_logit_scale(self.module)
+
+    def param_groups(self, weight_decay: float) -> list[dict]:
+        return decay_groups(self.module, weight_decay)
+
+    def checkpoint_payload(self) -> dict:
+        spec = {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": self.model_cfg,
+                "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
+        return {"kind": self.kind, "model": self.module, "model_spec": spec, "extra": {}}
+
+    def load_state(self, checkpoint: dict) -> None:
+        self.module.load_state_dict(checkpoint["state_dict"])
+
+    def finish(self, out) -> dict:
+        return {}
