@@ -104,6 +104,43 @@ def plan(
 
 
 @app.command()
+def render(
+    out: Out, objects: Objects = "2-5", n: N = 100, object_set: ObjectSet = "comco", layout: Layout = "one-large",
+    large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
+    orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
+    large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
+    templates: Templates = None, singles: Singles = False,
+    preset: Annotated[str, typer.Option(help="draft (Workbench, fast), cycles (default) or high; eevee needs a GPU.")] = "cycles",
+    samples: Annotated[Optional[int], typer.Option(help="Cycles samples (preset default if unset).")] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda or optix (Cycles on NVIDIA GPUs).")] = "cpu",
+    workers: Annotated[int, typer.Option(help="Render processes (one bpy each).")] = 1,
+    max_per_worker: Annotated[int, typer.Option("--max-per-worker", help="Restart a worker after this many images.")] = 300,
+    masks: Annotated[bool, typer.Option("--masks", help="Write an index mask PNG per image (0 = background, i+1 = objects[i]).")] = False,
+    min_pixels: Annotated[int, typer.Option("--min-pixels", help="Least visible pixels per object.")] = 10,
+    min_visible: Annotated[float, typer.Option("--min-visible", help="Least visible fraction per object.")] = 0.9,
+    max_retries: Annotated[int, typer.Option("--max-retries", help="Re-plans of a scene whose render fails a check.")] = 5,
+    shard: Annotated[str, typer.Option(help="Render slice i/N (or auto under SLURM arrays).")] = "0/1",
+    threads: Annotated[int, typer.Option(help="Blender threads per worker (0 = all cores).")] = 0,
+    overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
+):
+    """Plan, then render every scene with Blender and measure what is visible."""
+    from comco.render_run import RenderOptions, parse_shard, run_render
+
+    cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
+                      order_bias, large_fraction, small_fraction, captions, templates)
+    opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
+                         max_per_worker=max_per_worker, masks=masks, singles=singles, min_pixels=min_pixels,
+                         min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads)
+    s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
+    per = s["seconds"] / max(1, s["rendered"])
+    typer.echo(f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
+               f"{s['retries']} re-planned, {per:.2f} s per image -> {out}")
+    if s["failures"]:
+        typer.echo(f"{len(s['failures'])} scenes failed their checks; reasons in {out / 'failures.jsonl'}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
 def validate(dataset: Annotated[Path, typer.Argument(help="A dataset folder.")], quiet: Quiet = False):
     """Check a dataset folder record by record; exit 1 and list the problems if any."""
     from comco.validate import validate_dataset
@@ -127,6 +164,16 @@ def objects_list(object_set: Annotated[str, typer.Argument(help="Set name or fol
     for o in s.objects:
         w, d, h = o.dimensions_m
         typer.echo(f"{o.name:<14} {o.size_class:<7} {w:g} x {d:g} x {h:g} m  {o.source}")
+
+
+@dataset_app.command("merge")
+def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folders rendered with --shard i/N.")],
+                  out: Out, quiet: Quiet = False):
+    """Join rendered shards into one dataset (they must share the configuration)."""
+    from comco.merge import merge_shards
+
+    s = merge_shards(shards, out)
+    _say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
 
 
 def main() -> None:

@@ -145,10 +145,14 @@ class Planner:
         """Images are spread evenly (round robin) over the object counts."""
         return self.cfg.objects[index % len(self.cfg.objects)]
 
-    def plan(self, index: int) -> dict:
-        """The record for image `index`; re-planned from derived seeds if it cannot fit."""
-        reasons = []
-        for retry in range(SCENE_RETRIES):
+    def plan(self, index: int, first_retry: int = 0) -> dict:
+        """The record for image `index`; re-planned from derived seeds if it cannot fit.
+
+        `first_retry` > 0 re-plans a scene that the renderer rejected (the retry count
+        is recorded, and the seeds stay derived from the dataset seed and the index).
+        """
+        reasons = ["no attempt left"]
+        for retry in range(first_retry, first_retry + SCENE_RETRIES):
             seed = image_seed(self.cfg.seed, index, retry)
             try:
                 return self.plan_with_seed(index, seed, retry, self.choose_objects(index, retry // OBJECT_RETRIES))
@@ -365,10 +369,10 @@ def _lights(rng: np.random.Generator | None) -> dict:
     j = (lambda s: float(rng.normal(0.0, s))) if rng is not None else (lambda s: 0.0)
     return {
         "key": {"location": [round(6.0 + j(0.5), 4), round(-6.0 + j(0.5), 4), round(10.0 + j(0.5), 4)],
-                "energy": round(1500.0 * (1 + j(0.05)), 2), "size": 6.0},
+                "energy": round(700.0 * (1 + j(0.05)), 2), "size": 6.0},
         "fill": {"location": [round(-7.0 + j(0.5), 4), round(-3.0 + j(0.5), 4), round(6.0 + j(0.5), 4)],
-                 "energy": round(500.0 * (1 + j(0.05)), 2), "size": 8.0},
+                 "energy": round(250.0 * (1 + j(0.05)), 2), "size": 8.0},
         "back": {"location": [round(0.0 + j(0.5), 4), round(9.0 + j(0.5), 4), round(8.0 + j(0.5), 4)],
-                 "energy": round(600.0 * (1 + j(0.05)), 2), "size": 6.0},
-        "world": 0.35,
+                 "energy": round(300.0 * (1 + j(0.05)), 2), "size": 6.0},
+        "world": 0.25,
     }

@@ -85,6 +85,7 @@ def apply_preset(scene, preset: str, device: str = "cpu", samples: int | None = 
         scene.display.light_direction = (0.45, -0.35, 0.82)
         scene.display.shadow_shift = 0.05
         scene.display.shadow_focus = 0.6
+        scene.view_settings.exposure = 0.9  # Workbench's studio light is dim next to Cycles' area lights
     elif preset in ("cycles", "high"):
         scene.render.engine = "CYCLES"
         c = scene.cycles

@@ -14,7 +14,15 @@ import traceback
 from comco.manifest import load_object_set
 
 
+def _silence_stdout() -> None:
+    """Blender prints a line per render to fd 1; the parent's progress bar owns the terminal."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+
 def serve(conn, cfg: dict) -> None:
+    _silence_stdout()
     import bpy  # noqa: F401  (first import of bpy happens here, in the worker process)
 
     from comco.scenes.instancer import Instancer, ObjectBuildError

@@ -255,3 +255,38 @@ def test_report_shows_published_rows_labelled_and_after_measured():
     assert published_rows("tor", "conditional", 4)[4]["values"]["1st"] == 50.31
     csv = csv_text("tor", tabs)
     assert "published: ComCO paper" in csv and ",measured,m2,1st,1.0," in csv
+
+
+# ---------------------------------------------------------------- binding
+
+
+def test_binding_with_encoders_that_bind_colours():
+    import re
+
+    from comco.probes.binding import binding
+
+    planner = Planner(PlanConfig(object_set="simco", objects=(2, 3), n=300, resolution=(64, 64), seed=5,
+                                 colors=True), SET)
+    recs = list(planner.records())
+    data = ProbeData(root=Path("/x"), info={"object_set": "simco"}, records=recs, singles=[],
+                     names=list(SET.names), object_set=SET, image_path=lambda r: Path(r["image"]))
+    colors = sorted(SET.palette)
+    pairs = [(n, c) for n in SET.names for c in colors]
+
+    def vec(found):
+        v = np.zeros(len(pairs))
+        for k, pair in enumerate(found):
+            v[pairs.index(pair)] += 0.8 ** k
+        return v / np.linalg.norm(v)
+
+    def text_fn(text):  # the colour word right before each name binds to it
+        low = text.lower()
+        names = mention_sequence(low, SET.names)
+        return vec([(n, re.search(r"(\w+) " + re.escape(n) + r"\b", low).group(1)) for n in names])
+
+    images = {r["image"]: vec([(o["name"], o["color"]) for o in r["objects"]]) for r in recs}
+    (g,) = binding(data, FakeEmbedder(text_fn, lambda p: images[str(p)]), test_fraction=0.3, n_boot=50, seed=0)
+    acc = {s["role"]: s for s in g["metrics"]["accuracy"]}
+    assert acc["cross-modal"]["acc"] == 1.0 and acc["cross-modal"]["n"] > 50
+    for role in ("image probe", "text probe"):
+        assert acc[role]["n"] > 0 and acc[role]["acc"] > acc[role]["chance"] + 0.2

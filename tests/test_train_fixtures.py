@@ -71,3 +71,34 @@ def test_fixture_dataset_has_images_and_long_captions(tmp_path):
     assert len(records) == 4
     assert all((root / r["image"]).is_file() for r in records)
     assert all(len(r["captions"]["long"]) == len(r["mention_orders"]) for r in records)
+
+
+def tiny_clip_cfg(context_length: int = 77, width: int = 64, resolution: int = 32) -> dict:
+    return {"embed_dim": width,
+            "vision_cfg": {"image_size": resolution, "patch_size": 8, "width": width, "layers": 1, "head_width": 32},
+            "text_cfg": {"context_length": context_length, "vocab_size": 49408, "width": width, "heads": 2,
+                         "layers": 1}}
+
+
+def make_tiny_checkpoint(path: Path, context_length: int = 77, seed: int = 0) -> Path:
+    """A random tiny open_clip model saved as a comco checkpoint (an --init for tests)."""
+    import open_clip
+    import torch
+
+    from comco.models import save_checkpoint
+
+    torch.manual_seed(seed)
+    cfg = tiny_clip_cfg(context_length)
+    return save_checkpoint(path, kind="scratch", model=open_clip.CLIP(**cfg),
+                           model_spec={"open_clip_name": "tiny", "open_clip_cfg": cfg})
+
+
+@pytest.fixture
+def single_thread():
+    """Two cores shared with other jobs: one torch thread avoids oversubscription stalls."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -9,9 +9,9 @@ torch = pytest.importorskip("torch")
 from comco.errors import UserError  # noqa: E402
 from comco.train.run import make_config, run_training  # noqa: E402
 
-from test_train_fixtures import make_dataset, tiny_dataset  # noqa: E402,F401
+from test_train_fixtures import single_thread, tiny_dataset  # noqa: E402,F401
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("single_thread")]
 
 TINY = {"resolution": 32, "context_length": 16, "vision_width": 64, "text_width": 64, "embed_dim": 64,
         "vision_layers": 1, "text_layers": 1}

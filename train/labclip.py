@@ -156,7 +156,7 @@ class LabclipTask:
             raise UserError(f"--init {init} is already a LABCLIP model; train from the model it was made from")
         triples = triples_from(data, cfg.seed)
         embeddings = embed_triples(loaded, triples, Path(cfg.out) / "cache")
-        scale = float(getattr(loaded.model, "logit_scale", torch.tensor(math.log(1 / 0.07))).exp())
+        scale = float(getattr(loaded.model, "logit_scale", torch.tensor(math.log(1 / 0.07))).detach().exp())
         return cls(embeddings, triples.image_index, cfg, base=loaded.model,
                    model_spec=model_spec_for(loaded, init), init_scale=scale)
 

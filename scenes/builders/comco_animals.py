@@ -194,66 +194,106 @@ def _eyes(ctx, mat, center, r, spread):
 
 # ----------------------------------------------------------------------------- horse family
 
+def _neck_line(base, top, n: int = 4):
+    base, top = Vector(base), Vector(top)
+    return [base.lerp(top, i / (n - 1)) for i in range(n)]
+
+
+def _crest(pts, radii_up, lift: float = 0.85):
+    """Points along the upper edge of a neck in the xz plane (for a mane)."""
+    out = []
+    for i, p in enumerate(pts):
+        d = (pts[min(i + 1, len(pts) - 1)] - pts[max(i - 1, 0)]).normalized()
+        up = Vector((-d.z, 0, d.x))
+        if up.z < 0:
+            up = -up
+        out.append(p + up * radii_up[i] * lift)
+    return out
+
+
 def _equine(ctx, coat, dark, hoof, zebra: bool):
     """Horse and zebra share a skeleton; the zebra is stockier, striped, with an upright mane."""
     mats = (coat, dark)
-    leg_len = 0.98 if not zebra else 0.86
-    body_z = leg_len + 0.26
-    body = _tube_bm([(-0.82, 0, body_z + 0.02), (-0.7, 0, body_z + 0.05), (-0.2, 0, body_z), (0.35, 0, body_z),
-                     (0.66, 0, body_z + 0.08), (0.78, 0, body_z + 0.12)],
-                    [(0.05, 0.06), (0.24, 0.27), (0.29, 0.33), (0.28, 0.32), (0.24, 0.29), (0.1, 0.14)],
-                    segs=24, per_span=5)
-    # neck and head: one tube from the withers to the muzzle
-    neck_ctrl = [(0.45, 0, body_z + 0.12), (0.7, 0, body_z + 0.3), (0.88, 0, body_z + 0.55), (0.98, 0, body_z + 0.66)]
-    neck = _tube_bm(neck_ctrl, [(0.2, 0.26), (0.15, 0.2), (0.11, 0.15), (0.1, 0.12)], segs=16, per_span=4)
-    hz = body_z + 0.62
-    head = _tube_bm([(0.92, 0, hz + 0.1), (1.02, 0, hz + 0.04), (1.22, 0, hz - 0.2), (1.3, 0, hz - 0.3),
-                     (1.31, 0, hz - 0.33)],
-                    [(0.09, 0.1), (0.1, 0.11), (0.07, 0.08), (0.065, 0.07), (0.03, 0.03)], segs=16, per_span=4)
     if zebra:
-        # bold stripes: vertical on the body, across the neck, dark muzzle
-        _stripes(body, (1, 0, 0.18), 0.2, 0.45, phase=0.02, keep=lambda c: c.z > body_z - 0.27)
-        _stripes(neck, (0.55, 0, -0.84), 0.13, 0.45)
-        _stripes(head, (0.8, 0, 0.6), 0.09, 0.45, keep=lambda c: c.x < 1.16)
-        _paint(head, lambda c: 1 if c.x > 1.2 else None)
+        bz, rz, ry, leg_top = 1.0, 0.29, 0.25, 0.95
+        base, poll, hd_dir, hlen = (0.42, 0, 1.1), (0.92, 0, 1.46), (0.74, 0, -0.67), 0.5
     else:
-        _paint(head, lambda c: 1 if c.x > 1.26 else None)
+        bz, rz, ry, leg_top = 1.2, 0.28, 0.24, 1.12
+        base, poll, hd_dir, hlen = (0.42, 0, 1.28), (1.0, 0, 1.76), (0.7, 0, -0.72), 0.56
+    back = [(-0.78, 0, bz + 0.03), (-0.7, 0, bz + 0.05), (-0.4, 0, bz + 0.02), (0.1, 0, bz - 0.01), (0.45, 0, bz + 0.02),
+            (0.62, 0, bz + 0.05), (0.7, 0, bz + 0.07)]
+    body = _tube_bm(back, [(0.06, 0.07), (0.2, rz - 0.03), (0.25, rz), (ry, rz - 0.02), (ry - 0.01, rz - 0.01),
+                           (0.18, rz - 0.08), (0.05, 0.06)], segs=24, per_span=5)
+    # neck: from the withers up to the poll, thick at the base
+    npts = _neck_line(base, poll)
+    nr_up = [0.25, 0.19, 0.14, 0.11]
+    neck = _tube_bm(npts, [(0.17, nr_up[0]), (0.13, nr_up[1]), (0.1, nr_up[2]), (0.085, nr_up[3])],
+                    segs=16, per_span=4, ref=(-1, 0, 0))
+    # head: a tapering wedge from the poll down-forward to the muzzle
+    hd = Vector(hd_dir).normalized()
+    p0 = Vector(poll) + Vector((-0.02, 0, 0.02))
+    hp = [p0 + hd * (hlen * t) for t in (0.0, 0.15, 0.6, 0.9, 1.0)]
+    head = _tube_bm(hp, [(0.08, 0.09), (0.092, 0.105), (0.068, 0.08), (0.06, 0.068), (0.03, 0.035)],
+                    segs=16, per_span=4, ref=(1, 0, 1))
+    if zebra:
+        # bold stripes: vertical on the body, across the neck and face, dark muzzle
+        _stripes(body, (1, 0, 0.2), 0.2, 0.45, phase=0.03, keep=lambda c: c.z > bz - rz + 0.04)
+        ndir = (Vector(poll) - Vector(base)).normalized()
+        _stripes(neck, ndir, 0.12, 0.45)
+        _stripes(head, hd, 0.08, 0.45, keep=lambda c: (c - p0).dot(hd) < hlen * 0.62)
+        _paint(head, lambda c: 1 if (c - p0).dot(hd) > hlen * 0.72 else None)
+    else:
+        ndir = None
+        _paint(head, lambda c: 1 if (c - p0).dot(hd) > hlen * 0.93 else None)
     _add(ctx, body, *mats)
     _add(ctx, neck, *mats)
     _add(ctx, head, *mats)
-    # mane: a crest along the top of the neck (and a forelock)
-    mane_ctrl = [(0.42, 0, body_z + 0.3), (0.62, 0, body_z + 0.46), (0.8, 0, body_z + 0.72), (0.9, 0, body_z + 0.8)]
+    # mane along the crest of the neck (the zebra's stands up and is striped)
+    crest = _crest(npts, nr_up, 0.8)
+    crest = [crest[0] + Vector((-0.1, 0, -0.02))] + crest + [crest[-1] + hd * 0.08 + Vector((0, 0, 0.02))]
     if zebra:
-        mane = _tube_bm(mane_ctrl, [(0.03, 0.1), (0.035, 0.12), (0.035, 0.11), (0.02, 0.06)], segs=10, per_span=4)
-        _stripes(mane, (0.55, 0, -0.84), 0.13, 0.45)
+        mane = _tube_bm(crest, [(0.02, 0.03), (0.03, 0.08), (0.03, 0.09), (0.03, 0.09), (0.025, 0.08), (0.02, 0.04)],
+                        segs=10, per_span=3, ref=(-1, 0, 1))
+        _stripes(mane, ndir, 0.12, 0.45)
         _add(ctx, mane, coat, dark)
     else:
-        mane = _tube_bm([(0.36, 0, body_z + 0.24)] + mane_ctrl,
-                        [(0.03, 0.06), (0.05, 0.1), (0.06, 0.12), (0.055, 0.11), (0.03, 0.06)], segs=10, per_span=4)
+        mane = _tube_bm(crest, [(0.02, 0.02), (0.045, 0.06), (0.05, 0.07), (0.05, 0.07), (0.045, 0.06), (0.03, 0.05)],
+                        segs=10, per_span=3, ref=(-1, 0, 1))
         _add(ctx, mane, dark)
     # ears
     for s in (1, -1):
-        ear = _cone_bm((0.94, s * 0.06, hz + 0.2), 0.035 if not zebra else 0.05, 0.0, 0.14 if not zebra else 0.17,
-                       rot=(s * -0.25, -0.25, 0), segs=8)
+        r, h = (0.035, 0.15) if not zebra else (0.055, 0.2)
+        ear = _cone_bm(p0 + Vector((0.0, s * 0.06, 0.05 + h / 2)), r, 0.0, h, rot=(s * -0.25, 0.15, 0), segs=8)
         _add(ctx, ear, coat if not zebra else dark)
-    _eyes(ctx, ctx.material("eye", (0.02, 0.02, 0.02)), (1.04, 0, hz + 0.05), 0.025, 0.085)
-    # legs
-    for hind, lx in ((False, 0.5), (True, -0.58)):
+    _eyes(ctx, ctx.material("eye", (0.02, 0.02, 0.02)), hp[1] + Vector((0.0, 0, 0.02)), 0.025, 0.085)
+    # haunches and shoulders: muscle masses where the legs meet the barrel
+    for s in (1, -1):
+        th = _ellipsoid_bm((-0.5, s * 0.1, bz - 0.06), (0.3, 0.15, 0.3), rot=(0, -0.3, 0), segs=16, rings=8)
+        sh = _ellipsoid_bm((0.42, s * 0.1, bz - 0.08), (0.2, 0.14, 0.28), rot=(0, 0.35, 0), segs=16, rings=8)
+        if zebra:
+            _stripes(th, (0.3, 0, 1), 0.14, 0.45, phase=0.02)
+            _stripes(sh, (1, 0, 0.2), 0.2, 0.45, phase=0.03)
+        _add(ctx, th, *mats)
+        _add(ctx, sh, *mats)
+    # legs, in a walking stance so all four show in profile
+    for hind, lx in ((False, 0.46), (True, -0.52)):
         for s in (1, -1):
+            step = 0.08 * s * (1 if hind else -1)
+
             def stripe_leg(bm):
                 if zebra:
-                    _stripes(bm, (0, 0, 1), 0.1, 0.45, index=2, keep=lambda c: c.z > 0.09)
-            _leg(ctx, (coat, hoof, dark), (lx, s * 0.14, body_z - 0.05), body_z - 0.05, 0.1, 0.045, hind,
+                    _stripes(bm, (0, 0, 1), 0.1, 0.45, index=2, keep=lambda c: c.z > 0.1)
+            _leg(ctx, (coat, hoof, dark), (lx + step, s * 0.12, leg_top), leg_top, 0.12, 0.045, hind,
                  hoof_h=0.08, segs=12, bend=0.1, paint=stripe_leg)
     # tail
     if zebra:
-        tail = _tube_bm([(-0.8, 0, body_z + 0.05), (-0.9, 0, body_z - 0.1), (-0.93, 0, body_z - 0.45),
-                         (-0.93, 0, body_z - 0.62)], [0.03, 0.025, 0.03, 0.06], segs=8, per_span=3)
-        _paint(tail, lambda c: 1 if c.z < body_z - 0.4 else None)
+        tail = _tube_bm([(-0.76, 0, bz + 0.1), (-0.86, 0, bz - 0.05), (-0.88, 0, bz - 0.4),
+                         (-0.88, 0, bz - 0.58)], [0.035, 0.028, 0.03, 0.065], segs=8, per_span=3)
+        _paint(tail, lambda c: 1 if c.z < bz - 0.38 else None)
         _add(ctx, tail, coat, dark)
     else:
-        tail = _tube_bm([(-0.8, 0, body_z + 0.06), (-0.92, 0, body_z - 0.02), (-0.98, 0, body_z - 0.35),
-                         (-0.97, 0, body_z - 0.75)], [0.05, 0.08, 0.09, 0.05], segs=10, per_span=3)
+        tail = _tube_bm([(-0.76, 0, bz + 0.12), (-0.9, 0, bz + 0.05), (-0.98, 0, bz - 0.3),
+                         (-0.98, 0, bz - 0.75)], [0.05, 0.08, 0.09, 0.05], segs=10, per_span=3)
         _add(ctx, tail, dark)
 
 
@@ -272,4 +312,200 @@ def zebra(ctx):
     dark = ctx.material("stripe", (0.04, 0.04, 0.04))
     hoof = ctx.material("hoof", (0.06, 0.06, 0.06))
     _equine(ctx, coat, dark, hoof, zebra=True)
+    return _finish(ctx)
+
+
+# ----------------------------------------------------------------------------- cattle, giraffe, elephant
+
+def _blobs(blobs, index: int = 1):
+    """A painter: faces inside any of the (centre, radius) spheres get `index`."""
+    cs = [(_v(c), r * r) for c, r in blobs]
+
+    def fn(c):
+        for b, r2 in cs:
+            if (c - b).length_squared < r2:
+                return index
+        return None
+    return fn
+
+
+# Holstein patches (model frame, the cow's left side is +y): centre, radius; mirrored with variations
+_COW_PATCHES = [((-0.45, 0.3, 1.12), 0.22), ((-0.3, 0.3, 1.25), 0.16), ((0.12, 0.32, 0.98), 0.2),
+                ((0.2, 0.3, 1.2), 0.14), ((0.55, 0.28, 1.18), 0.13), ((-0.78, 0.2, 0.95), 0.13),
+                ((-0.05, 0.0, 1.38), 0.15), ((0.45, 0.0, 1.35), 0.12),
+                ((-0.5, -0.3, 1.0), 0.2), ((-0.15, -0.31, 1.2), 0.17), ((0.3, -0.3, 1.05), 0.21),
+                ((0.62, -0.22, 1.22), 0.12), ((-0.75, -0.2, 1.2), 0.12)]
+
+
+@builder("comco.cow")
+def cow(ctx):
+    white = ctx.material("white", (0.93, 0.92, 0.88))
+    black = ctx.material("black", (0.04, 0.04, 0.04))
+    pink = ctx.material("pink", (0.92, 0.62, 0.62))
+    horn = ctx.material("horn", (0.88, 0.82, 0.66))
+    hoof = ctx.material("hoof", (0.12, 0.1, 0.09))
+    bz = 1.0
+    body = _tube_bm([(-0.85, 0, bz + 0.08), (-0.78, 0, bz + 0.06), (-0.5, 0, bz + 0.02), (0.0, 0, bz - 0.02),
+                     (0.45, 0, bz), (0.66, 0, bz + 0.06), (0.74, 0, bz + 0.1)],
+                    [(0.08, 0.09), (0.27, 0.3), (0.31, 0.36), (0.33, 0.38), (0.3, 0.37), (0.22, 0.28), (0.06, 0.08)],
+                    segs=32, per_span=6)
+    _paint(body, _blobs(_COW_PATCHES))
+    _add(ctx, body, white, black)
+    # neck and head, held forward and low
+    neck = _tube_bm([(0.5, 0, bz + 0.1), (0.72, 0, bz + 0.16), (0.88, 0, bz + 0.2)],
+                    [(0.22, 0.3), (0.17, 0.24), (0.13, 0.17)], segs=16, per_span=3)
+    _paint(neck, _blobs([((0.75, 0.0, bz + 0.35), 0.16)]))
+    _add(ctx, neck, white, black)
+    hd = Vector((0.55, 0, -0.83))
+    p0 = Vector((0.9, 0, bz + 0.32))
+    hp = [p0 + hd * t for t in (0.0, 0.06, 0.28, 0.44, 0.5)]
+    head = _tube_bm(hp, [(0.1, 0.1), (0.12, 0.12), (0.1, 0.1), (0.1, 0.09), (0.05, 0.04)], segs=16, per_span=4,
+                    ref=(1, 0, 1))
+    # black head with a white blaze down the front, pink muzzle
+    _paint(head, lambda c: 2 if (c - p0).dot(hd) > 0.4 else (0 if (c - p0).dot(Vector((0.83, 0, 0.55))) > 0.075
+                                                               and abs(c.y) < 0.05 else 1))
+    _add(ctx, head, white, black, pink)
+    for s in (1, -1):
+        hn = _tube_bm([(0.88, s * 0.07, bz + 0.36), (0.9, s * 0.18, bz + 0.4), (0.93, s * 0.22, bz + 0.5)],
+                      [0.035, 0.025, 0.01], segs=8, per_span=3)
+        _add(ctx, hn, horn)
+        ear = _ellipsoid_bm((0.84, s * 0.2, bz + 0.3), (0.04, 0.09, 0.03), rot=(s * 0.3, 0, 0), segs=10, rings=5)
+        _add(ctx, ear, black)
+    _eyes(ctx, ctx.material("eye", (0.02, 0.02, 0.02)), (0.98, 0, bz + 0.25), 0.025, 0.105)
+    # udder and teats
+    _add(ctx, _ellipsoid_bm((-0.4, 0, bz - 0.33), (0.15, 0.13, 0.11), segs=12, rings=6), pink)
+    for dx in (-0.07, 0.07):
+        for s in (1, -1):
+            _add(ctx, _cone_bm((-0.4 + dx, s * 0.06, bz - 0.45), 0.018, 0.012, 0.08, segs=6), pink)
+    # legs with patches on the thighs
+    for hind, lx in ((False, 0.48), (True, -0.55)):
+        for s in (1, -1):
+            step = 0.06 * s * (1 if hind else -1)
+
+            def patch(bm, s=s, hind=hind):
+                if (s > 0) == hind:
+                    _paint(bm, lambda c: 2 if c.z > 0.55 else None)
+            _leg(ctx, (white, hoof, black), (lx + step, s * 0.18, bz - 0.05), bz - 0.05, 0.12, 0.055, hind,
+                 hoof_h=0.08, segs=12, bend=0.08, paint=patch)
+    tail = _tube_bm([(-0.84, 0, bz + 0.28), (-0.9, 0, bz + 0.1), (-0.9, 0, bz - 0.35), (-0.89, 0, bz - 0.55)],
+                    [0.025, 0.02, 0.02, 0.05], segs=8, per_span=3)
+    _paint(tail, lambda c: 1 if c.z < bz - 0.38 else None)
+    _add(ctx, tail, white, black)
+    return _finish(ctx)
+
+
+def _voronoi_painter(seeds, line: float, index: int = 1, keep=None):
+    """Giraffe reticulation: faces well inside a Voronoi cell get `index`, the network stays light."""
+    def fn(c):
+        if keep is not None and not keep(c):
+            return None
+        ds = sorted((c - s).length for s in seeds)
+        return index if ds[1] - ds[0] > line else None
+    return fn
+
+
+def _seeds(rng, lo, hi, step):
+    out = []
+    nx, ny, nz = (max(1, round((hi[i] - lo[i]) / step)) for i in range(3))
+    for i in range(nx):
+        for j in range(ny):
+            for k in range(nz):
+                out.append(Vector((lo[0] + (i + rng.uniform(0.15, 0.85)) * (hi[0] - lo[0]) / nx,
+                                   lo[1] + (j + rng.uniform(0.15, 0.85)) * (hi[1] - lo[1]) / ny,
+                                   lo[2] + (k + rng.uniform(0.15, 0.85)) * (hi[2] - lo[2]) / nz)))
+    return out
+
+
+@builder("comco.giraffe")
+def giraffe(ctx):
+    cream = ctx.material("coat", (0.95, 0.84, 0.56))
+    brown = ctx.material("patch", (0.6, 0.32, 0.1))
+    dark = ctx.material("dark", (0.2, 0.12, 0.06))
+    rng = random.Random(11)
+    seeds = _seeds(rng, (-1.0, -0.45, 1.0), (1.3, 0.45, 4.4), 0.24)
+    paint = _voronoi_painter(seeds, 0.045)
+    body = _tube_bm([(-0.85, 0, 1.98), (-0.75, 0, 2.0), (-0.4, 0, 2.05), (0.1, 0, 2.14), (0.45, 0, 2.25),
+                     (0.6, 0, 2.3), (0.68, 0, 2.33)],
+                    [(0.06, 0.07), (0.22, 0.26), (0.27, 0.32), (0.29, 0.36), (0.27, 0.36), (0.2, 0.28), (0.06, 0.07)],
+                    segs=32, per_span=7)
+    _paint(body, paint)
+    _add(ctx, body, cream, brown)
+    base, top = Vector((0.42, 0, 2.4)), Vector((0.92, 0, 4.3))
+    npts = _neck_line(base, top, 5)
+    nr = [(0.18, 0.28), (0.13, 0.19), (0.1, 0.14), (0.085, 0.11), (0.08, 0.1)]
+    neck = _tube_bm(npts, nr, segs=20, per_span=8, ref=(-1, 0, 0))
+    small = _voronoi_painter([s * 1.0 for s in _seeds(rng, (0.2, -0.3, 2.2), (1.2, 0.3, 4.4), 0.17)], 0.035)
+    _paint(neck, small)
+    _add(ctx, neck, cream, brown)
+    crest = _crest(npts, [r[1] for r in nr], 0.85)
+    mane = _tube_bm(crest, [(0.02, 0.04)] * len(crest), segs=8, per_span=3, ref=(-1, 0, 1))
+    _add(ctx, mane, brown)
+    hd = Vector((0.82, 0, -0.57))
+    p0 = Vector((0.95, 0, 4.4))
+    hp = [p0 + hd * t for t in (0.0, 0.08, 0.35, 0.55, 0.6)]
+    head = _tube_bm(hp, [(0.08, 0.09), (0.095, 0.1), (0.075, 0.08), (0.06, 0.06), (0.03, 0.03)], segs=16,
+                    per_span=4, ref=(1, 0, 1))
+    _paint(head, lambda c: 2 if (c - p0).dot(hd) > 0.52 else None)
+    _add(ctx, head, cream, brown, dark)
+    for s in (1, -1):
+        oss = _tube_bm([(0.93, s * 0.05, 4.45), (0.92, s * 0.055, 4.56), (0.91, s * 0.06, 4.63)],
+                       [0.022, 0.02, 0.018], segs=8, per_span=2)
+        _add(ctx, oss, cream)
+        _add(ctx, _ellipsoid_bm((0.91, s * 0.06, 4.64), (0.032, 0.032, 0.03), segs=8, rings=4), dark)
+        ear = _cone_bm((0.9, s * 0.12, 4.45), 0.03, 0.0, 0.13, rot=(s * 1.2, 0.3, 0), segs=8)
+        _add(ctx, ear, cream)
+    _eyes(ctx, ctx.material("eye", (0.02, 0.02, 0.02)), (1.02, 0, 4.4), 0.028, 0.085)
+    for hind, lx in ((False, 0.45), (True, -0.6)):
+        for s in (1, -1):
+            step = 0.09 * s * (1 if hind else -1)
+            top_z = 2.15 if not hind else 1.95
+            _leg(ctx, (cream, dark, brown), (lx + step, s * 0.14, top_z), top_z, 0.1, 0.04, hind, hoof_h=0.07,
+                 segs=12, bend=0.08,
+                 paint=lambda bm: _paint(bm, _voronoi_painter(seeds, 0.04, 2, keep=lambda c: c.z > 1.0)))
+    tail = _tube_bm([(-0.84, 0, 2.05), (-0.9, 0, 1.8), (-0.92, 0, 1.3), (-0.92, 0, 1.12)],
+                    [0.025, 0.018, 0.018, 0.045], segs=8, per_span=3)
+    _paint(tail, lambda c: 1 if c.z < 1.3 else None)
+    _add(ctx, tail, cream, dark)
+    return _finish(ctx)
+
+
+@builder("comco.elephant")
+def elephant(ctx):
+    grey = ctx.material("skin", (0.5, 0.49, 0.48))
+    ear_m = ctx.material("ear", (0.56, 0.53, 0.52))
+    ivory = ctx.material("tusk", (0.96, 0.93, 0.84))
+    nail = ctx.material("nail", (0.78, 0.75, 0.68))
+    bz = 1.95
+    body = _tube_bm([(-1.45, 0, bz - 0.05), (-1.35, 0, bz), (-0.9, 0, bz + 0.05), (-0.2, 0, bz + 0.05),
+                     (0.5, 0, bz + 0.1), (0.9, 0, bz + 0.15), (1.05, 0, bz + 0.15)],
+                    [(0.15, 0.18), (0.55, 0.65), (0.72, 0.82), (0.76, 0.86), (0.7, 0.82), (0.5, 0.62), (0.15, 0.15)],
+                    segs=24, per_span=5)
+    _add(ctx, body, grey)
+    head = _ellipsoid_bm((1.22, 0, 2.35), (0.52, 0.46, 0.62), rot=(0, 0.25, 0), segs=20, rings=10)
+    _add(ctx, head, grey)
+    # big flat ears behind the head
+    for s in (1, -1):
+        ear = _ellipsoid_bm((0.95, s * 0.52, 2.25), (0.5, 0.07, 0.72), rot=(0, 0.15, s * 0.35), segs=20, rings=10)
+        _add(ctx, ear, ear_m)
+    trunk = _tube_bm([(1.55, 0, 2.25), (1.76, 0, 1.8), (1.84, 0, 1.2), (1.85, 0, 0.6), (1.9, 0, 0.3), (2.02, 0, 0.2),
+                      (2.1, 0, 0.28)], [0.24, 0.19, 0.15, 0.12, 0.1, 0.085, 0.08], segs=16, per_span=4)
+    _add(ctx, trunk, grey)
+    for s in (1, -1):
+        tusk = _tube_bm([(1.55, s * 0.24, 1.95), (1.8, s * 0.27, 1.6), (2.05, s * 0.28, 1.52), (2.25, s * 0.26, 1.62)],
+                        [0.08, 0.065, 0.045, 0.015], segs=10, per_span=3)
+        _add(ctx, tusk, ivory)
+    _eyes(ctx, ctx.material("eye", (0.03, 0.03, 0.03)), (1.48, 0, 2.45), 0.04, 0.33)
+    for hind, lx in ((False, 0.6), (True, -0.85)):
+        for s in (1, -1):
+            step = 0.1 * s * (1 if hind else -1)
+            x, y = lx + step, s * 0.42
+            leg = _tube_bm([(x, y, 1.75), (x, y, 1.0), (x, y, 0.35), (x, y, 0.08), (x, y, 0.0)],
+                           [0.3, 0.27, 0.25, 0.27, 0.27], segs=16, per_span=2, ref=(1, 0, 0))
+            _add(ctx, leg, grey)
+            for a in (-0.5, 0.0, 0.5):
+                _add(ctx, _ellipsoid_bm((x + 0.25 * math.cos(a), y + 0.25 * math.sin(a), 0.05), (0.045, 0.05, 0.04),
+                                        segs=8, rings=4), nail)
+    tail = _tube_bm([(-1.42, 0, 2.3), (-1.55, 0, 2.0), (-1.58, 0, 1.5), (-1.58, 0, 1.3)],
+                    [0.05, 0.04, 0.03, 0.05], segs=8, per_span=3)
+    _add(ctx, tail, grey)
     return _finish(ctx)

@@ -66,8 +66,44 @@ def _area(poly: Sequence[Sequence[float]]) -> float:
     return 0.5 * sum(poly[i - 1][0] * poly[i][1] - poly[i][0] * poly[i - 1][1] for i in range(len(poly)))
 
 
-def _inset(poly: Sequence[Sequence[float]], d: float, clamp: float = 3.0) -> list[tuple[float, float]]:
-    """Offset a CCW polygon inwards by d (mitred corners, miter length clamped)."""
+def _seg_dist(p, a, b) -> float:
+    ax, ay, bx, by = a[0], a[1], b[0], b[1]
+    dx, dy = bx - ax, by - ay
+    ll = dx * dx + dy * dy
+    t = 0.0 if ll < 1e-18 else max(0.0, min(1.0, ((p[0] - ax) * dx + (p[1] - ay) * dy) / ll))
+    return math.hypot(p[0] - ax - t * dx, p[1] - ay - t * dy)
+
+
+def _room(poly: Sequence[Sequence[float]], skip: float) -> list[float]:
+    """Per vertex: distance to the nearest part of the outline farther than `skip` along it
+    (about the local width of the shape: small near sharp tips and thin arms)."""
+    n = len(poly)
+    seg = [math.hypot(poly[(i + 1) % n][0] - poly[i][0], poly[(i + 1) % n][1] - poly[i][1]) for i in range(n)]
+    total = sum(seg)
+    cum = [0.0]
+    for L in seg:
+        cum.append(cum[-1] + L)
+    out = []
+    for i in range(n):
+        best = float("inf")
+        for j in range(n):
+            # arc distance from vertex i to segment j (either way round)
+            a0, a1 = cum[j], cum[j + 1]
+            fwd = min(abs(a0 - cum[i]), abs(a1 - cum[i]))
+            if a0 <= cum[i] <= a1:
+                fwd = 0.0
+            arc = min(fwd, total - max(abs(a0 - cum[i]), abs(a1 - cum[i])))
+            if arc <= skip:
+                continue
+            best = min(best, _seg_dist(poly[i], poly[j], poly[(j + 1) % n]))
+        out.append(best)
+    return out
+
+
+def _inset(poly: Sequence[Sequence[float]], d: float, clamp: float = 3.0,
+           room: Sequence[float] | None = None) -> list[tuple[float, float]]:
+    """Offset a CCW polygon inwards by d (mitred corners, miter length clamped; the
+    offset of each vertex is limited to 40 % of its `room`)."""
     n = len(poly)
     out = []
     for i in range(n):
@@ -84,6 +120,8 @@ def _inset(poly: Sequence[Sequence[float]], d: float, clamp: float = 3.0) -> lis
         mx, my = mx / ln, my / ln
         cos_half = max(mx * normals[0][0] + my * normals[0][1], 1.0 / clamp)
         k = d / cos_half
+        if room is not None:
+            k = min(k, 0.4 * room[i])
         out.append((p1[0] + mx * k, p1[1] + my * k))
     return out
 
@@ -93,11 +131,16 @@ def _puffy(ctx, outline, thickness: float, mat, rounding: float = 0.0, steps: in
            warp: Callable[[float, float, float], tuple] | None = None) -> bpy.types.Object:
     """Extrude a 2-D outline (u, v) by `thickness` with rounded edges of radius `rounding`.
 
+    outline: points, or a function inset -> points (same count) giving the outline shrunk
+    by `inset`, for shapes whose mitred inset would fold over (sharp tips, cusps).
+
     upright: outline in the x-z plane (u = x, v = z), thickness along y, centred on y = 0;
     otherwise outline in the x-y plane, thickness along z from z = 0.
     """
-    poly = [tuple(p) for p in outline]
-    if _area(poly) < 0:
+    shape = outline if callable(outline) else None
+    poly = [tuple(p) for p in (shape(0.0) if shape else outline)]
+    flip = _area(poly) < 0
+    if flip:
         poly.reverse()
     r = min(rounding, thickness / 2)
     half = thickness / 2
@@ -111,10 +154,18 @@ def _puffy(ctx, outline, thickness: float, mat, rounding: float = 0.0, steps: in
             layers.append((r * (1 - math.cos(th)), half - r * (1 - math.sin(th))))
     else:
         layers = [(0.0, -half), (0.0, half)]
+    room = _room(poly, 2.5 * r) if r > 0 and shape is None else None
     bm = bmesh.new()
     rings = []
     for inset, w in layers:
-        pts = _inset(poly, inset) if inset > 1e-9 else poly
+        if inset <= 1e-9:
+            pts = poly
+        elif shape is not None:  # the shape knows its own exact inset outline
+            pts = list(shape(inset))
+            if flip:
+                pts.reverse()
+        else:
+            pts = _inset(poly, inset, room=room)
         ring = []
         for u, v in pts:
             if upright:
@@ -228,8 +279,12 @@ def _circle(cx: float, cy: float, r: float, a0: float, a1: float, n: int) -> lis
 
 @builder("simco.cube")
 def cube(ctx):
-    ctx.box((1, 1, 1), (0, 0, 0.5), _body(ctx), bevel=0.03)
-    return _done(ctx, 50)
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=1.0)
+    bmesh.ops.bevel(bm, geom=bm.edges[:], offset=0.03, segments=3, affect="EDGES", profile=0.5)
+    bmesh.ops.translate(bm, verts=bm.verts[:], vec=(0, 0, 0.5))
+    _add_bm(ctx, bm, "cube", _body(ctx))
+    return _done(ctx, 35)
 
 
 @builder("simco.sphere")
@@ -265,37 +320,29 @@ def torus(ctx):
 
 @builder("simco.diamond")
 def diamond(ctx):
-    """A brilliant-cut gem standing on its point: table, crown facets, girdle, pavilion."""
+    """A cut gem standing on its point: octagonal table, a crown of alternating triangular
+    facets, a thin girdle and a deep pavilion of sixteen facets down to the culet."""
     bm = bmesh.new()
-    H, crown_z, gt, gb = 0.8, 0.70, 0.56, 0.53
+    H, gt, gb, n = 0.8, 0.62, 0.58, 8
 
-    def ring(r, z, n, phase=0.0):
+    def ring(r, z, phase=0.0):
         return [bm.verts.new((r * math.cos(phase + TAU * k / n), r * math.sin(phase + TAU * k / n), z))
                 for k in range(n)]
 
-    table = ring(0.29, H, 8)
-    star = ring(0.42, crown_z, 8, TAU / 16)
-    gtop = ring(0.5, gt, 16)
-    gbot = ring(0.5, gb, 16)
-    mid = ring(0.25, 0.26, 8, TAU / 16)
+    table = ring(0.3, H, TAU / (2 * n))
+    gtop = ring(0.5, gt)
+    gbot = ring(0.5, gb)
+    mid = ring(0.3, 0.3, TAU / (2 * n))
     culet = bm.verts.new((0, 0, 0))
     bm.faces.new(table)
-    for k in range(8):
-        k1 = (k + 1) % 8
-        bm.faces.new((table[k], star[k], table[k1]))  # star facets
-        bm.faces.new((table[k], star[k - 1], gtop[2 * k], star[k]))  # bezel (kite) facets
-        bm.faces.new((star[k], gtop[2 * k], gtop[2 * k + 1]))  # upper girdle facets
-        bm.faces.new((star[k], gtop[2 * k + 1], gtop[(2 * k + 2) % 16]))
-    for j in range(16):
-        j1 = (j + 1) % 16
-        bm.faces.new((gtop[j], gbot[j], gbot[j1], gtop[j1]))
-    for k in range(8):
-        a, b, c = gbot[2 * k], gbot[2 * k + 1], gbot[(2 * k + 2) % 16]
-        bm.faces.new((a, b, mid[k]))  # lower girdle facets
-        bm.faces.new((b, c, mid[k]))
-        bm.faces.new((mid[k], c, mid[(k + 1) % 8], culet))  # pavilion mains
-    for f in bm.faces:
-        f.normal_update()
+    for k in range(n):
+        k1 = (k + 1) % n
+        bm.faces.new((gtop[k], gtop[k1], table[k]))  # crown: girdle edge up to a table corner
+        bm.faces.new((table[k], gtop[k1], table[k1]))  # table edge down to a girdle corner
+        bm.faces.new((gtop[k], gbot[k], gbot[k1], gtop[k1]))
+        bm.faces.new((gbot[k1], gbot[k], mid[k]))  # pavilion, upper
+        bm.faces.new((mid[k], gbot[k1], mid[k1]))
+        bm.faces.new((mid[k1], culet, mid[k]))  # pavilion, lower
     _add_bm(ctx, bm, "gem", _body(ctx))
     return _done(ctx, 0)
 
@@ -311,31 +358,49 @@ def pentagon(ctx):
 
 # -- upright flat shapes -------------------------------------------------------------
 
+def _heart_outline(d: float, n: int = 36, k: int = 6) -> list[tuple[float, float]]:
+    """A heart: two round lobes, straight flanks to a bottom point, a small fillet in the
+    top notch; shrunk by d (lobes and fillet are offset exactly, the point moves up)."""
+    rho, a, zc, L, e = 0.27, 0.23, 0.63, 0.63, 0.02
+    D = math.hypot(a, L)
+    phi = math.atan2(L, a) - math.asin(rho / D)  # direction of the right flank
+    tip_z = zc - L + d / math.cos(phi)
+    fz = zc + math.sqrt((rho + e) ** 2 - a * a)  # centre of the notch fillet, on x = 0
+    th_t = phi - math.pi / 2
+    th_f = math.atan2(fz - zc, -a)
+    r = rho - d
+    pts = [(0.0, tip_z)]
+    pts += [(a + r * math.cos(th_t + (th_f - th_t) * i / n), zc + r * math.sin(th_t + (th_f - th_t) * i / n))
+            for i in range(n + 1)]
+    f0 = th_f - math.pi
+    pts += [((e + d) * math.cos(f0 + (-math.pi / 2 - f0) * i / k), fz + (e + d) * math.sin(f0 + (-math.pi / 2 - f0) * i / k))
+            for i in range(1, k + 1)]
+    pts += [(-x, z) for x, z in reversed(pts[1:-1])]
+    return pts
+
+
 @builder("simco.heart")
 def heart(ctx):
-    pts = []
-    n = 120
-    for i in range(n):
-        t = TAU * i / n
-        pts.append((16 * math.sin(t) ** 3 / 32,
-                    (13 * math.cos(t) - 5 * math.cos(2 * t) - 2 * math.cos(3 * t) - math.cos(4 * t)) / 32))
-    _puffy(ctx, pts, 0.4, _body(ctx), rounding=0.16, steps=4)
+    _puffy(ctx, _heart_outline, 0.4, _body(ctx), rounding=0.15, steps=4)
     return _done(ctx, 40)
 
 
-@builder("simco.moon")
-def moon(ctx):
-    """A crescent: a disc minus an offset disc, tips pointing right (+x)."""
-    R, c = 0.5, 0.268
-    r = c + 0.25
+def _moon_outline(d: float) -> list[tuple[float, float]]:
+    """A crescent (disc minus an offset disc), tips pointing right, shrunk by d."""
+    c = 0.268
+    R, r = 0.5 - d, c + 0.25 + d
     x = (R * R - r * r + c * c) / (2 * c)
-    z = math.sqrt(R * R - x * x)
+    z = math.sqrt(max(R * R - x * x, 1e-12))
     a_out = math.atan2(z, x)
     a_in = math.atan2(z, x - c)
     outer = _circle(0, 0, R, a_out, TAU - a_out, 64)
     inner = _circle(c, 0, r, TAU - a_in, a_in, 48)
-    pts = outer + inner[1:-1]
-    _puffy(ctx, pts, 0.3, _body(ctx), rounding=0.1, steps=3)
+    return outer + inner[1:-1]
+
+
+@builder("simco.moon")
+def moon(ctx):
+    _puffy(ctx, _moon_outline, 0.3, _body(ctx), rounding=0.05, steps=3)
     return _done(ctx, 40)
 
 
@@ -493,40 +558,41 @@ def pot(ctx):
 
 @builder("simco.cap")
 def cap(ctx):
-    """A baseball cap: a six-panel dome with a button, and a curved visor facing -y."""
+    """A baseball cap: a six-panel dome with a button, and a curved bill facing -y."""
     body = _body(ctx)
-    Rx, Ry, Hc, cy = 0.375, 0.36, 0.42, 0.14
+    Rx, Ry, Hc, cy = 0.375, 0.37, 0.41, 0.12
     n = 14
-    prof = [(0.0, 0.0), (Rx * 0.98, 0.0)]
-    for i in range(n + 1):
-        ph = (math.pi / 2) * i / n
-        prof.append((Rx * math.cos(ph) ** 0.85, Hc * math.sin(ph) ** 0.9))
-    prof[-1] = (0.0, Hc)
+
+    def dome(ph):  # (radius, height) on the crown profile
+        return Rx * math.cos(ph) ** 0.75, Hc * math.sin(ph) ** 0.95
+
+    prof = [(0.0, 0.0)] + [dome((math.pi / 2) * i / n) for i in range(n)] + [(0.0, Hc)]
     _lathe(ctx, prof, body, segments=48, location=(0, cy, 0), scale=(1, Ry / Rx, 1))
     ctx.sphere(0.04, (0, cy, Hc), body, scale=(1, 1, 0.6), segments=12, rings=6)
     # panel seams: six raised meridians from the button to the band
     for k in range(6):
         a = TAU * k / 6 + TAU / 12
         path = []
-        for i in range(1, n + 1):
-            ph = (math.pi / 2) * i / n
-            rr = (Rx * math.cos(ph) ** 0.85 + 0.004)
-            path.append((rr * math.cos(a), cy + rr * math.sin(a) * Ry / Rx, Hc * math.sin(ph) ** 0.9 + 0.004))
-        path.reverse()
-        _tube(ctx, path, 0.009, body, sides=6)
-    # visor: a curved sheet out of the front of the crown
-    rows, cols = 7, 21
+        for i in range(n, 0, -1):
+            rr, z = dome((math.pi / 2) * i / n)
+            rr += 0.004
+            path.append((rr * math.cos(a), cy + rr * math.sin(a) * Ry / Rx, z + 0.004))
+        _tube(ctx, path, 0.008, body, sides=6)
+    # bill: a sheet out of the front of the crown, curved down at the sides and tip
+    rows, cols = 8, 21
+    span = math.radians(62)
     grid = []
     for i in range(rows):
         v = i / (rows - 1)
         row = []
         for j in range(cols):
             u = -1 + 2 * j / (cols - 1)
-            ph = u * math.radians(72)
-            ix, iy = 0.97 * Rx * math.sin(ph), cy - 0.97 * Ry * math.cos(ph)
-            length = 0.30 * math.cos(ph) ** 0.6 + 0.02
-            x, y = ix + math.sin(ph) * length * v * 0.9, iy - math.cos(ph) * length * v
-            z = 0.085 - 0.05 * math.sin(ph) ** 2 * (0.4 + v) - 0.035 * v
+            ph = u * span
+            ix, iy = 0.96 * Rx * math.sin(ph), cy - 0.96 * Ry * math.cos(ph)
+            length = 0.40 * math.sqrt(max(1 - (ph / (span * 1.02)) ** 2, 0.0)) + 0.015
+            x = ix * (1 - 0.15 * v)
+            y = iy - length * v
+            z = 0.075 - 0.07 * u * u * (0.3 + v) - 0.02 * v
             row.append((x, y, z))
         grid.append(row)
     _slab(ctx, grid, 0.022, body)
