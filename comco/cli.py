@@ -21,6 +21,20 @@ dataset_app = typer.Typer(no_args_is_help=True, help="Work with dataset folders.
 app.add_typer(objects_app, name="objects")
 app.add_typer(dataset_app, name="dataset")
 
+
+def _register_parts() -> None:
+    """The probe, train and eval verbs live beside their code's owners (typer only, nothing heavy)."""
+    from comco.commands_eval import app as eval_app
+    from comco.commands_probe import probe
+    from comco.commands_train import app as train_app
+
+    app.command("probe")(probe)
+    app.add_typer(train_app, name="train")
+    app.add_typer(eval_app, name="eval")
+
+
+_register_parts()
+
 # Options shared by `plan` and `render` (typer has no parameter groups).
 Objects = Annotated[str, typer.Option("--objects", help="Objects per image: a count (3), a range (2-5) or a list (2,4).")]
 N = Annotated[int, typer.Option("--n", help="Number of images.")]
@@ -164,6 +178,67 @@ def objects_list(object_set: Annotated[str, typer.Argument(help="Set name or fol
     for o in s.objects:
         w, d, h = o.dimensions_m
         typer.echo(f"{o.name:<14} {o.size_class:<7} {w:g} x {d:g} x {h:g} m  {o.source}")
+
+
+def _bpy_module(module: str, *args: str) -> str:
+    """Run a comco.scenes module in its own Python (bpy stays out of this process)."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("bpy") is None:
+        raise UserError("bpy is not installed: pip install 'bpy==5.0.*' (Python 3.11) to render objects")
+    r = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = r.stderr.strip().splitlines()
+        raise RuntimeError(f"{module} failed:\n" + "\n".join(tail[-15:]))
+    return r.stdout
+
+
+@objects_app.command("preview")
+def objects_preview(
+    object_set: Annotated[str, typer.Argument(help="Set name or folder.")], out: Out,
+    preset: Annotated[str, typer.Option(help="draft or cycles.")] = "draft",
+    size: Annotated[int, typer.Option(help="Tile size in pixels.")] = 192,
+):
+    """A labelled contact sheet of every object, from the renderer's camera and light."""
+    from comco.manifest import load_object_set
+
+    load_object_set(object_set)  # manifest errors end here, with one line
+    _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size))
+    typer.echo(f"contact sheet -> {out}")
+
+
+@objects_app.command("show")
+def objects_show(
+    object_set: Annotated[str, typer.Argument(help="Set name or folder.")],
+    name: Annotated[str, typer.Argument(help="Object name.")], out: Out,
+    preset: Annotated[str, typer.Option(help="draft or cycles.")] = "cycles",
+    size: Annotated[int, typer.Option(help="Image size in pixels.")] = 384,
+):
+    """Render one object alone to a PNG."""
+    from comco.manifest import load_object_set
+
+    load_object_set(object_set).get(name)
+    _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size), name)
+    typer.echo(f"{name} -> {out}")
+
+
+@objects_app.command("validate")
+def objects_validate(object_set: Annotated[str, typer.Argument(help="Set name or folder.")]):
+    """Manifest schema, files present and loadable, sane dimensions, names unique."""
+    import json
+
+    from comco.manifest import load_object_set
+
+    oset = load_object_set(object_set)
+    rows = json.loads(_bpy_module("comco.scenes.check", str(oset.root)).strip().splitlines()[-1])
+    bad = [r["problem"] for r in rows if r["problem"]]
+    for r in rows:
+        typer.echo(f"{r['name']:<14} {r['faces']:>6} faces  {r['seconds'] * 1000:7.1f} ms  "
+                   f"{' x '.join(f'{d:g}' for d in r['dimensions'])} m")
+    if bad:
+        raise UserError(bad[0] + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+    typer.echo(f"{oset.name}: {len(rows)} objects valid")
 
 
 @dataset_app.command("merge")

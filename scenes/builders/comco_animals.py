@@ -16,6 +16,7 @@ import random
 
 import bmesh
 from mathutils import Matrix, Vector
+from mathutils.kdtree import KDTree
 
 from comco.scenes.registry import builder
 
@@ -348,7 +349,7 @@ def cow(ctx):
     body = _tube_bm([(-0.85, 0, bz + 0.08), (-0.78, 0, bz + 0.06), (-0.5, 0, bz + 0.02), (0.0, 0, bz - 0.02),
                      (0.45, 0, bz), (0.66, 0, bz + 0.06), (0.74, 0, bz + 0.1)],
                     [(0.08, 0.09), (0.27, 0.3), (0.31, 0.36), (0.33, 0.38), (0.3, 0.37), (0.22, 0.28), (0.06, 0.08)],
-                    segs=32, per_span=6)
+                    segs=48, per_span=8)
     _paint(body, _blobs(_COW_PATCHES))
     _add(ctx, body, white, black)
     # neck and head, held forward and low
@@ -396,24 +397,38 @@ def cow(ctx):
 
 def _voronoi_painter(seeds, line: float, index: int = 1, keep=None):
     """Giraffe reticulation: faces well inside a Voronoi cell get `index`, the network stays light."""
+    tree = KDTree(len(seeds))
+    for i, sd in enumerate(seeds):
+        tree.insert(sd, i)
+    tree.balance()
+
     def fn(c):
         if keep is not None and not keep(c):
             return None
-        ds = sorted((c - s).length for s in seeds)
-        return index if ds[1] - ds[0] > line else None
+        (_, _, d0), (_, _, d1) = tree.find_n(c, 2)
+        return index if d1 - d0 > line else None
     return fn
 
 
-def _seeds(rng, lo, hi, step):
-    out = []
-    nx, ny, nz = (max(1, round((hi[i] - lo[i]) / step)) for i in range(3))
-    for i in range(nx):
-        for j in range(ny):
-            for k in range(nz):
-                out.append(Vector((lo[0] + (i + rng.uniform(0.15, 0.85)) * (hi[0] - lo[0]) / nx,
-                                   lo[1] + (j + rng.uniform(0.15, 0.85)) * (hi[1] - lo[1]) / ny,
-                                   lo[2] + (k + rng.uniform(0.15, 0.85)) * (hi[2] - lo[2]) / nz)))
-    return out
+def _patches(bm, rng, spacing: float, line: float, index: int = 1, keep=None) -> None:
+    """Giraffe patches on one mesh: Voronoi cells of seeds spread over its own surface
+    (dart throwing on the face centres, a grid hash for the spacing test)."""
+    centres = [f.calc_center_median() for f in bm.faces]
+    rng.shuffle(centres)
+    grid: dict = {}
+    seeds = []
+    for c in centres:
+        if keep is not None and not keep(c):
+            continue
+        key = (math.floor(c.x / spacing), math.floor(c.y / spacing), math.floor(c.z / spacing))
+        near = (grid.get((key[0] + i, key[1] + j, key[2] + k), ()) for i in (-1, 0, 1) for j in (-1, 0, 1)
+                for k in (-1, 0, 1))
+        if any((c - sd).length < spacing for cell in near for sd in cell):
+            continue
+        seeds.append(c)
+        grid.setdefault(key, []).append(c)
+    if len(seeds) >= 2:
+        _paint(bm, _voronoi_painter(seeds, line, index, keep))
 
 
 @builder("comco.giraffe")
@@ -422,20 +437,17 @@ def giraffe(ctx):
     brown = ctx.material("patch", (0.6, 0.32, 0.1))
     dark = ctx.material("dark", (0.2, 0.12, 0.06))
     rng = random.Random(11)
-    seeds = _seeds(rng, (-1.0, -0.45, 1.0), (1.3, 0.45, 4.4), 0.24)
-    paint = _voronoi_painter(seeds, 0.045)
     body = _tube_bm([(-0.85, 0, 1.98), (-0.75, 0, 2.0), (-0.4, 0, 2.05), (0.1, 0, 2.14), (0.45, 0, 2.25),
                      (0.6, 0, 2.3), (0.68, 0, 2.33)],
                     [(0.06, 0.07), (0.22, 0.26), (0.27, 0.32), (0.29, 0.36), (0.27, 0.36), (0.2, 0.28), (0.06, 0.07)],
-                    segs=32, per_span=7)
-    _paint(body, paint)
+                    segs=48, per_span=10)
+    _patches(body, rng, 0.2, 0.035)
     _add(ctx, body, cream, brown)
     base, top = Vector((0.42, 0, 2.4)), Vector((0.92, 0, 4.3))
     npts = _neck_line(base, top, 5)
     nr = [(0.18, 0.28), (0.13, 0.19), (0.1, 0.14), (0.085, 0.11), (0.08, 0.1)]
-    neck = _tube_bm(npts, nr, segs=20, per_span=8, ref=(-1, 0, 0))
-    small = _voronoi_painter([s * 1.0 for s in _seeds(rng, (0.2, -0.3, 2.2), (1.2, 0.3, 4.4), 0.17)], 0.035)
-    _paint(neck, small)
+    neck = _tube_bm(npts, nr, segs=28, per_span=12, ref=(-1, 0, 0))
+    _patches(neck, rng, 0.14, 0.03)
     _add(ctx, neck, cream, brown)
     crest = _crest(npts, [r[1] for r in nr], 0.85)
     mane = _tube_bm(crest, [(0.02, 0.04)] * len(crest), segs=8, per_span=3, ref=(-1, 0, 1))
@@ -461,7 +473,7 @@ def giraffe(ctx):
             top_z = 2.15 if not hind else 1.95
             _leg(ctx, (cream, dark, brown), (lx + step, s * 0.14, top_z), top_z, 0.1, 0.04, hind, hoof_h=0.07,
                  segs=12, bend=0.08,
-                 paint=lambda bm: _paint(bm, _voronoi_painter(seeds, 0.04, 2, keep=lambda c: c.z > 1.0)))
+                 paint=lambda bm: _patches(bm, rng, 0.12, 0.025, 2, keep=lambda c: c.z > 1.1))
     tail = _tube_bm([(-0.84, 0, 2.05), (-0.9, 0, 1.8), (-0.92, 0, 1.3), (-0.92, 0, 1.12)],
                     [0.025, 0.018, 0.018, 0.045], segs=8, per_span=3)
     _paint(tail, lambda c: 1 if c.z < 1.3 else None)
@@ -509,3 +521,241 @@ def elephant(ctx):
                     [0.05, 0.04, 0.03, 0.05], segs=8, per_span=3)
     _add(ctx, tail, grey)
     return _finish(ctx)
+
+
+# ----------------------------------------------------------------------------- sheep, dog, cat, bear
+
+def _fibonacci(n: int):
+    out = []
+    golden = math.pi * (3 - math.sqrt(5))
+    for i in range(n):
+        z = 1 - 2 * (i + 0.5) / n
+        r = math.sqrt(1 - z * z)
+        out.append(Vector((r * math.cos(golden * i), r * math.sin(golden * i), z)))
+    return out
+
+
+@builder("comco.sheep")
+def sheep(ctx):
+    wool = ctx.material("wool", (0.94, 0.92, 0.85))
+    face = ctx.material("face", (0.13, 0.11, 0.1))
+    c, rad = Vector((0.0, 0, 0.64)), Vector((0.46, 0.24, 0.25))
+    _add(ctx, _ellipsoid_bm(c, rad, segs=20, rings=10), wool)
+    rng = random.Random(5)
+    for d in _fibonacci(46):
+        if d.z < -0.55:
+            continue
+        p = c + Vector((d.x * rad.x, d.y * rad.y, d.z * rad.z)) * 0.95
+        r = rng.uniform(0.1, 0.13)
+        _add(ctx, _ellipsoid_bm(p, (r, r * 0.85, r * 0.9), segs=10, rings=5), wool)
+    # dark head with a woolly poll, ears sticking out sideways
+    hd = Vector((0.6, 0, -0.8))
+    p0 = Vector((0.5, 0, 0.84))
+    hp = [p0 + hd * t for t in (0.0, 0.05, 0.18, 0.26, 0.28)]
+    _add(ctx, _tube_bm(hp, [(0.08, 0.08), (0.085, 0.09), (0.06, 0.07), (0.05, 0.055), (0.025, 0.025)], segs=14,
+                       per_span=3, ref=(1, 0, 1)), face)
+    _add(ctx, _ellipsoid_bm((0.47, 0, 0.9), (0.1, 0.1, 0.08), segs=12, rings=6), wool)
+    for s in (1, -1):
+        _add(ctx, _ellipsoid_bm((0.5, s * 0.13, 0.84), (0.035, 0.08, 0.02), rot=(s * 0.3, 0, 0), segs=10, rings=5),
+             face)
+    _eyes(ctx, ctx.material("eye", (0.75, 0.65, 0.35)), (0.57, 0, 0.8), 0.016, 0.065)
+    for hind, lx in ((False, 0.3), (True, -0.32)):
+        for s in (1, -1):
+            step = 0.04 * s * (1 if hind else -1)
+            _leg(ctx, (face,), (lx + step, s * 0.11, 0.45), 0.45, 0.04, 0.03, hind, segs=10, bend=0.03)
+    _add(ctx, _ellipsoid_bm((-0.52, 0, 0.66), (0.07, 0.06, 0.09), segs=10, rings=5), wool)
+    return _finish(ctx)
+
+
+@builder("comco.dog")
+def dog(ctx):
+    fur = ctx.material("fur", (0.62, 0.39, 0.18))
+    dark = ctx.material("ears", (0.36, 0.2, 0.08))
+    black = ctx.material("nose", (0.03, 0.03, 0.03))
+    collar = ctx.material("collar", (0.8, 0.1, 0.1))
+    bz = 0.42
+    body = _tube_bm([(-0.33, 0, bz + 0.02), (-0.29, 0, bz + 0.02), (-0.1, 0, bz), (0.12, 0, bz), (0.24, 0, bz + 0.02),
+                     (0.28, 0, bz + 0.04)], [(0.03, 0.03), (0.09, 0.1), (0.1, 0.11), (0.11, 0.13), (0.1, 0.12), (0.03, 0.04)],
+                    segs=16, per_span=4)
+    _add(ctx, body, fur)
+    neck = _tube_bm([(0.18, 0, bz + 0.05), (0.26, 0, bz + 0.13), (0.31, 0, bz + 0.19)], [(0.07, 0.08), (0.06, 0.065),
+                                                                                        (0.055, 0.06)], segs=12, per_span=3)
+    _add(ctx, neck, fur)
+    _add(ctx, _ellipsoid_bm((0.28, 0, bz + 0.15), (0.065, 0.068, 0.065), rot=(0, -0.7, 0), segs=12, rings=6), fur)
+    ring = bmesh.new()
+    ring.free()
+    col = _tube_bm([(0.225, 0, bz + 0.09), (0.25, 0, bz + 0.115)], [(0.072, 0.075), (0.068, 0.07)], segs=14,
+                   per_span=1)
+    _add(ctx, col, collar)
+    hc = Vector((0.33, 0, bz + 0.23))
+    _add(ctx, _ellipsoid_bm(hc, (0.075, 0.065, 0.07), segs=14, rings=7), fur)
+    snout = _tube_bm([(0.36, 0, bz + 0.22), (0.42, 0, bz + 0.205), (0.47, 0, bz + 0.195), (0.475, 0, bz + 0.195)],
+                     [(0.045, 0.045), (0.038, 0.036), (0.032, 0.03), (0.01, 0.01)], segs=12, per_span=3)
+    _add(ctx, snout, fur)
+    _add(ctx, _ellipsoid_bm((0.475, 0, bz + 0.205), (0.018, 0.022, 0.016), segs=8, rings=4), black)
+    for s in (1, -1):
+        ear = _ellipsoid_bm((0.31, s * 0.065, bz + 0.21), (0.035, 0.014, 0.065), rot=(s * 0.25, 0.2, 0), segs=10,
+                            rings=5)
+        _add(ctx, ear, dark)
+    _eyes(ctx, black, (0.38, 0, bz + 0.255), 0.012, 0.042)
+    for hind, lx in ((False, 0.18), (True, -0.22)):
+        for s in (1, -1):
+            step = 0.035 * s * (1 if hind else -1)
+            top = bz - 0.02
+            _leg(ctx, (fur,), (lx + step, s * 0.065, top), top, 0.05 if not hind else 0.06, 0.026, hind, segs=10,
+                 bend=0.05 if hind else 0.015)
+            _add(ctx, _ellipsoid_bm((lx + step + 0.02, s * 0.065, 0.015), (0.035, 0.025, 0.018), segs=8, rings=4), fur)
+    tail = _tube_bm([(-0.3, 0, bz + 0.05), (-0.36, 0, bz + 0.1), (-0.4, 0, bz + 0.18), (-0.41, 0, bz + 0.24)],
+                    [0.025, 0.022, 0.018, 0.01], segs=8, per_span=3)
+    _add(ctx, tail, fur)
+    return _finish(ctx)
+
+
+@builder("comco.cat")
+def cat(ctx):
+    fur = ctx.material("fur", (0.93, 0.55, 0.2))
+    stripe = ctx.material("tabby", (0.62, 0.28, 0.06))
+    pale = ctx.material("muzzle", (0.98, 0.86, 0.7))
+    pink = ctx.material("nose", (0.9, 0.5, 0.55))
+    eye = ctx.material("eye", (0.25, 0.6, 0.15))
+    bz = 0.17
+    body = _tube_bm([(-0.2, 0, bz + 0.01), (-0.18, 0, bz + 0.01), (-0.06, 0, bz), (0.08, 0, bz + 0.005),
+                     (0.14, 0, bz + 0.015), (0.16, 0, bz + 0.02)],
+                    [(0.02, 0.02), (0.05, 0.055), (0.055, 0.062), (0.052, 0.06), (0.045, 0.052), (0.02, 0.02)],
+                    segs=16, per_span=4)
+    _stripes(body, (1, 0, -0.15), 0.05, 0.4, keep=lambda c: c.z > bz - 0.02)
+    _add(ctx, body, fur, stripe)
+    neck = _tube_bm([(0.12, 0, bz + 0.02), (0.16, 0, bz + 0.05), (0.19, 0, bz + 0.07)], [0.042, 0.038, 0.035], segs=12,
+                    per_span=2)
+    _add(ctx, neck, fur)
+    hc = Vector((0.2, 0, bz + 0.085))
+    head = _ellipsoid_bm(hc, (0.048, 0.052, 0.045), segs=14, rings=7)
+    _stripes(head, (1, 0, 0), 0.025, 0.4, phase=0.005, keep=lambda c: c.z > hc.z + 0.025)
+    _add(ctx, head, fur, stripe)
+    _add(ctx, _ellipsoid_bm((0.238, 0, bz + 0.068), (0.022, 0.03, 0.02), segs=10, rings=5), pale)
+    _add(ctx, _ellipsoid_bm((0.258, 0, bz + 0.078), (0.007, 0.01, 0.006), segs=6, rings=3), pink)
+    for s in (1, -1):
+        ear = _cone_bm((0.195, s * 0.03, bz + 0.135), 0.022, 0.0, 0.05, rot=(s * -0.35, -0.1, 0), segs=4)
+        _add(ctx, ear, fur)
+    _eyes(ctx, eye, (0.235, 0, bz + 0.095), 0.009, 0.028)
+    for hind, lx in ((False, 0.1), (True, -0.14)):
+        for s in (1, -1):
+            step = 0.02 * s * (1 if hind else -1)
+            top = bz - 0.01
+            _leg(ctx, (fur,), (lx + step, s * 0.03, top), top, 0.025 if not hind else 0.032, 0.015, hind, segs=8,
+                 bend=0.03 if hind else 0.008)
+            _add(ctx, _ellipsoid_bm((lx + step + 0.008, s * 0.03, 0.008), (0.018, 0.014, 0.009), segs=8, rings=4),
+                 fur)
+    # the long tail curls up like a question mark
+    tail = _tube_bm([(-0.18, 0, bz + 0.02), (-0.24, 0, bz + 0.02), (-0.28, 0, bz + 0.07), (-0.285, 0, bz + 0.13),
+                     (-0.265, 0, bz + 0.165), (-0.24, 0, bz + 0.165)],
+                    [0.014, 0.013, 0.013, 0.012, 0.011, 0.009], segs=8, per_span=4)
+    _stripes(tail, (1, 0, 1), 0.035, 0.4)
+    _add(ctx, tail, fur, stripe)
+    return _finish(ctx)
+
+
+@builder("comco.bear")
+def bear(ctx):
+    fur = ctx.material("fur", (0.36, 0.22, 0.12))
+    muzzle = ctx.material("muzzle", (0.6, 0.44, 0.28))
+    dark = ctx.material("dark", (0.16, 0.1, 0.06))
+    black = ctx.material("nose", (0.03, 0.03, 0.03))
+    bz = 0.62
+    body = _tube_bm([(-0.85, 0, bz), (-0.78, 0, bz + 0.02), (-0.45, 0, bz + 0.05), (0.05, 0, bz + 0.04),
+                     (0.4, 0, bz + 0.06), (0.56, 0, bz + 0.06), (0.62, 0, bz + 0.06)],
+                    [(0.1, 0.1), (0.3, 0.3), (0.38, 0.38), (0.4, 0.38), (0.36, 0.38), (0.26, 0.28), (0.08, 0.08)],
+                    segs=24, per_span=4)
+    _add(ctx, body, fur)
+    _add(ctx, _ellipsoid_bm((0.28, 0, bz + 0.24), (0.32, 0.26, 0.22), segs=16, rings=8), fur)  # shoulder hump
+    neck = _tube_bm([(0.45, 0, bz + 0.1), (0.65, 0, bz + 0.12), (0.76, 0, bz + 0.13)], [0.28, 0.23, 0.2], segs=16,
+                    per_span=3)
+    _add(ctx, neck, fur)
+    hc = Vector((0.8, 0, bz + 0.15))
+    _add(ctx, _ellipsoid_bm(hc, (0.2, 0.19, 0.18), segs=16, rings=8), fur)
+    snout = _tube_bm([(0.88, 0, bz + 0.11), (0.98, 0, bz + 0.09), (1.06, 0, bz + 0.08), (1.075, 0, bz + 0.08)],
+                     [(0.1, 0.09), (0.08, 0.075), (0.065, 0.06), (0.02, 0.02)], segs=14, per_span=3)
+    _add(ctx, snout, muzzle)
+    _add(ctx, _ellipsoid_bm((1.07, 0, bz + 0.1), (0.025, 0.04, 0.028), segs=8, rings=4), black)
+    for s in (1, -1):
+        _add(ctx, _ellipsoid_bm((0.74, s * 0.13, bz + 0.32), (0.05, 0.065, 0.065), segs=10, rings=5), fur)
+        _add(ctx, _ellipsoid_bm((0.76, s * 0.135, bz + 0.315), (0.02, 0.04, 0.04), segs=8, rings=4), dark)
+    _eyes(ctx, black, (0.93, 0, bz + 0.22), 0.022, 0.1)
+    for hind, lx in ((False, 0.42), (True, -0.55)):
+        for s in (1, -1):
+            step = 0.07 * s * (1 if hind else -1)
+            top = bz + 0.05
+            _leg(ctx, (fur,), (lx + step, s * 0.2, top), top, 0.18 if hind else 0.16, 0.12, hind, segs=14,
+                 bend=0.06 if hind else 0.02)
+            _add(ctx, _ellipsoid_bm((lx + step + 0.05, s * 0.2, 0.05), (0.16, 0.12, 0.06), segs=12, rings=6), dark)
+    _add(ctx, _ellipsoid_bm((-0.86, 0, bz + 0.12), (0.06, 0.06, 0.06), segs=8, rings=4), fur)
+    return _finish(ctx)
+
+
+# ----------------------------------------------------------------------------- bird and person
+
+@builder("comco.bird")
+def bird(ctx):
+    body_m = ctx.material("body", (0.2, 0.42, 0.82), primary=True)
+    wing_m = ctx.material("wing", (0.14, 0.3, 0.65), primary=True)
+    belly = ctx.material("belly", (0.95, 0.9, 0.78))
+    beak = ctx.material("beak", (0.98, 0.65, 0.1))
+    black = ctx.material("eye", (0.02, 0.02, 0.02))
+    leg_m = ctx.material("legs", (0.55, 0.4, 0.25))
+    body = _ellipsoid_bm((0.0, 0, 0.125), (0.085, 0.052, 0.058), rot=(0, -0.45, 0), segs=16, rings=8)
+    _paint(body, lambda c: 1 if c.z < 0.1 and c.x > -0.04 else None)
+    _add(ctx, body, body_m, belly)
+    _add(ctx, _ellipsoid_bm((0.068, 0, 0.19), (0.042, 0.038, 0.04), segs=14, rings=7), body_m)
+    _add(ctx, _cone_bm((0.122, 0, 0.186), 0.013, 0.0, 0.04, rot=(0, math.pi / 2 + 0.15, 0), segs=8), beak)
+    _eyes(ctx, black, (0.092, 0, 0.2), 0.008, 0.03)
+    for s in (1, -1):
+        wing = _ellipsoid_bm((-0.025, s * 0.046, 0.13), (0.08, 0.014, 0.036), rot=(s * 0.12, -0.35, 0), segs=14,
+                             rings=7)
+        _add(ctx, wing, wing_m)
+        _leg(ctx, (leg_m,), (0.0, s * 0.018, 0.085), 0.085, 0.006, 0.005, False, segs=6, bend=0.01)
+        for a in (-0.5, 0.0, 0.5):
+            toe = _tube_bm([(0.0, s * 0.018, 0.004), (0.03 * math.cos(a), s * 0.018 + 0.03 * math.sin(a), 0.003)],
+                           [0.004, 0.003], segs=6, per_span=1)
+            _add(ctx, toe, leg_m)
+    tail = _ellipsoid_bm((-0.125, 0, 0.085), (0.065, 0.03, 0.009), rot=(0, 0.5, 0), segs=12, rings=6)
+    _add(ctx, tail, wing_m)
+    return _finish(ctx)
+
+
+@builder("comco.person")
+def person(ctx):
+    shirt = ctx.material("shirt", (0.75, 0.2, 0.2), primary=True)
+    skin = ctx.material("skin", (0.87, 0.68, 0.55))
+    jeans = ctx.material("trousers", (0.18, 0.23, 0.38))
+    shoe = ctx.material("shoes", (0.12, 0.1, 0.09))
+    hair = ctx.material("hair", (0.2, 0.12, 0.07))
+    dark = ctx.material("eyes", (0.05, 0.04, 0.04))
+    for s in (1, -1):
+        x = s * 0.1
+        _add(ctx, _ellipsoid_bm((x, -0.04, 0.045), (0.055, 0.13, 0.05), segs=12, rings=6), shoe)
+        leg = _tube_bm([(x, 0, 0.96), (x * 1.0, 0.0, 0.5), (x, 0.0, 0.07)], [(0.08, 0.085), (0.06, 0.065), (0.05, 0.055)],
+                       segs=14, per_span=3, ref=(0, -1, 0))
+        _add(ctx, leg, jeans)
+    _add(ctx, _ellipsoid_bm((0, 0, 0.95), (0.175, 0.11, 0.1), segs=16, rings=8), jeans)
+    torso = _tube_bm([(0, 0, 0.9), (0, 0, 0.98), (0, 0, 1.2), (0, 0, 1.42), (0, 0, 1.47), (0, 0, 1.48)],
+                     [(0.165, 0.1), (0.17, 0.105), (0.175, 0.11), (0.2, 0.115), (0.16, 0.09), (0.06, 0.05)],
+                     segs=20, per_span=3, ref=(0, -1, 0))
+    _add(ctx, torso, shirt)
+    _add(ctx, _tube_bm([(0, 0, 1.44), (0, 0, 1.57)], [0.05, 0.048], segs=10, per_span=1), skin)
+    head = Vector((0, 0.0, 1.645))
+    _add(ctx, _ellipsoid_bm(head, (0.08, 0.095, 0.11), segs=16, rings=8), skin)
+    hb = _ellipsoid_bm(head + Vector((0, 0.012, 0.018)), (0.087, 0.1, 0.107), segs=16, rings=8)
+    gone = [f for f in hb.faces if f.calc_center_median().z < head.z + 0.03 and f.calc_center_median().y < -0.03]
+    bmesh.ops.delete(hb, geom=gone, context="FACES")
+    _add(ctx, hb, hair)
+    for s in (1, -1):
+        _add(ctx, _ellipsoid_bm((s * 0.03, -0.088, head.z + 0.01), (0.011, 0.008, 0.008), segs=8, rings=4), dark)
+        sx = s * 0.215
+        sleeve = _tube_bm([(sx, 0, 1.43), (s * 0.235, 0, 1.3), (s * 0.24, 0, 1.22)], [0.058, 0.055, 0.05], segs=12,
+                          per_span=2)
+        _add(ctx, sleeve, shirt)
+        arm = _tube_bm([(s * 0.238, 0, 1.25), (s * 0.245, -0.01, 1.08), (s * 0.25, -0.02, 0.88)], [0.042, 0.037, 0.032],
+                       segs=10, per_span=2)
+        _add(ctx, arm, skin)
+        _add(ctx, _ellipsoid_bm((s * 0.25, -0.02, 0.83), (0.028, 0.04, 0.055), segs=10, rings=5), skin)
+    return ctx.finish()

@@ -183,11 +183,26 @@ class Batch:
         bmesh.ops.create_cube(self.bm, size=1.0, matrix=self._m(loc, rot, size))
 
     def sphere(self, r, loc, scale=(1, 1, 1), rot=(0, 0, 0), segs=10, rings=6):
-        res = bmesh.ops.create_uvsphere(self.bm, u_segments=segs, v_segments=rings, radius=r,
-                                        matrix=self._m(loc, rot, scale))
-        for v in res["verts"]:
-            for f in v.link_faces:
-                f.smooth = True
+        # built vertex by vertex: bmesh.ops.create_uvsphere slows down as the bmesh grows
+        M = self._m(loc, rot, scale)
+        bm = self.bm
+        south = bm.verts.new(M @ Vector((0, 0, -r)))
+        north = bm.verts.new(M @ Vector((0, 0, r)))
+        grid = []
+        for i in range(1, rings):
+            th = math.pi * i / rings
+            z, rr = -r * math.cos(th), r * math.sin(th)
+            grid.append([bm.verts.new(M @ Vector((rr * math.cos(TAU * k / segs), rr * math.sin(TAU * k / segs), z)))
+                         for k in range(segs)])
+        faces = []
+        for k in range(segs):
+            k2 = (k + 1) % segs
+            faces.append(bm.faces.new((south, grid[0][k2], grid[0][k])))
+            faces.append(bm.faces.new((north, grid[-1][k], grid[-1][k2])))
+            for i in range(len(grid) - 1):
+                faces.append(bm.faces.new((grid[i][k], grid[i][k2], grid[i + 1][k2], grid[i + 1][k])))
+        for f in faces:
+            f.smooth = True
 
     def cyl(self, r, depth, loc, rot=(0, 0, 0), segs=12, r_top=None, scale=(1, 1, 1)):
         bmesh.ops.create_cone(self.bm, cap_ends=True, segments=segs, radius1=r,
@@ -273,7 +288,7 @@ def leaf(ctx, length, width, mat, loc, rot, thick=0.0012, bend=0.3, n=8):
     bmesh.ops.triangulate(bm, faces=bm.faces[:])
     for v in bm.verts:
         u = v.co.x / length
-        v.co.z += bend * length * u * u + 0.15 * width * (1 - (v.co.y / width) ** 2) * 0  # curl upward
+        v.co.z += bend * length * u * u  # curl upwards towards the tip
         v.co.z += 0.25 * abs(v.co.y)  # V-shaped midrib
     _smooth(bm, None)
     return _emit(ctx, bm, mat, loc, rot, name="leaf")
@@ -406,18 +421,8 @@ def carrot(ctx):
         r = 0.0185 * (t ** 0.75)
         b.box((r * 1.3, 0.0012, 0.0012), (0.2 * r, y, r + r * 0.98), (0, 0.4, 0))
     b.emit(ctx, ridge)
-    # leafy tops fanning out behind
-    stalks = Batch()
-    fronds = Batch()
-    for k, ang in enumerate((-0.33, -0.15, 0.0, 0.17, 0.34)):
-        start = Vector((0, y1, 0.02))
-        d = Vector((math.sin(ang), math.cos(ang), 0.12 + 0.1 * (k % 2)))
-        ln = 0.055 + 0.012 * (k % 2)
-        end = start + d.normalized() * ln
-        for j in range(4):
-            p = start + d.normalized() * ln * (0.45 + 0.16 * j)
-            side = 1 if j % 2 == 0 else -1
-            fronds.sphere(0.0045, (p.x + side * 0.004, p.y, p.z), scale=(1.2, 1.6, 0.4), segs=8, rings=4)
+    # leafy tops fanning out behind: stalks with small leaflets
+    stalks, fronds = Batch(), Batch()
     for k, ang in enumerate((-0.33, -0.15, 0.0, 0.17, 0.34)):
         start = Vector((0, y1, 0.02))
         d = Vector((math.sin(ang), math.cos(ang), 0.12 + 0.1 * (k % 2))).normalized()
@@ -426,6 +431,10 @@ def carrot(ctx):
         M = Matrix.Translation(start + d * ln / 2) @ q.to_matrix().to_4x4()
         bmesh.ops.create_cone(stalks.bm, cap_ends=True, segments=6, radius1=0.0018, radius2=0.0012,
                               depth=ln, matrix=M)
+        for j in range(4):
+            p = start + d * ln * (0.45 + 0.16 * j)
+            side = 1 if j % 2 == 0 else -1
+            fronds.sphere(0.0045, (p.x + side * 0.004, p.y, p.z), scale=(1.2, 1.6, 0.4), segs=8, rings=4)
     stalks.emit(ctx, green)
     fronds.emit(ctx, green)
     return ctx.finish()
@@ -483,7 +492,8 @@ def donut(ctx):
         row = []
         for j in range(nb + 1):
             b = lo + (hi - lo) * j / nb
-            p = Vector((R * math.cos(a), R * math.sin(a), r)) + ri * (math.cos(b) * radial + Vector((0, 0, math.sin(b))))
+            up = Vector((0, 0, math.sin(b)))
+            p = Vector((R * math.cos(a), R * math.sin(a), r)) + ri * (math.cos(b) * radial + up)
             row.append(bm.verts.new(p))
         rows.append(row)
     for i in range(na):
@@ -509,9 +519,9 @@ def donut(ctx):
         a = rnd.uniform(0, TAU)
         b = math.radians(rnd.uniform(20, 160))
         radial = Vector((math.cos(a), math.sin(a), 0))
-        p = Vector((R * math.cos(a), R * math.sin(a), r)) + (ri + 0.0008) * (math.cos(b) * radial + Vector((0, 0, math.sin(b))))
-        tilt = (math.pi / 2 - b)
-        batches[k % len(cols)].box((0.0065, 0.0016, 0.0016), tuple(p), (0, -tilt * 0.8 * 0 , rnd.uniform(0, math.pi)))
+        up = Vector((0, 0, math.sin(b)))
+        p = Vector((R * math.cos(a), R * math.sin(a), r)) + (ri + 0.0008) * (math.cos(b) * radial + up)
+        batches[k % len(cols)].box((0.0065, 0.0016, 0.0016), tuple(p), (0, 0, rnd.uniform(0, math.pi)))
     for i, (bt, c) in enumerate(zip(batches, cols)):
         bt.emit(ctx, ctx.material(f"sprinkle{i}", c, look="glossy"))
     return ctx.finish()
@@ -575,7 +585,7 @@ def pizza(ctx):
 
 @builder("comco.sandwich")
 def sandwich(ctx):
-    crumb = ctx.material("bread", (0.97, 0.89, 0.70))
+    crumb = ctx.material("bread", (0.98, 0.88, 0.64))
     crust = ctx.material("crust", (0.70, 0.43, 0.17))
     lettuce = ctx.material("lettuce", (0.40, 0.75, 0.18))
     tomato = ctx.material("tomato", (0.85, 0.14, 0.10))
@@ -651,9 +661,9 @@ def cake(ctx):
     fl, wk = Batch(), Batch()
     for i, (x, y) in enumerate(((-0.03, 0.02), (0.03, 0.025), (0.0, -0.02))):
         cm = ctx.material(f"candle{i}", cols[i], look="glossy")
-        ctx.cylinder(0.004, 0.035, (x, y, H + 0.0175), cm, segments=10)
-        wk.cyl(0.0008, 0.004, (x, y, H + 0.037), segs=5)
-        fl.sphere(0.0035, (x, y, H + 0.043), scale=(1, 1, 1.8), segs=8, rings=6)
+        ctx.cylinder(0.0055, 0.04, (x, y, H + 0.02), cm, segments=10)
+        wk.cyl(0.0009, 0.005, (x, y, H + 0.0425), segs=5)
+        fl.sphere(0.0045, (x, y, H + 0.05), scale=(1, 1, 1.8), segs=8, rings=6)
     fl.emit(ctx, flame)
     wk.emit(ctx, wick)
     return ctx.finish()
@@ -883,8 +893,7 @@ def vase(ctx):
         base = Vector((h.x * 0.15, h.y * 0.15, 0.15))
         mid = base.lerp(h, 0.55) + Vector((0, 0, 0.012))
         tube(ctx, [tuple(base), tuple(mid), tuple(h)], 0.0018, stem, sides=6)
-        facing = (Vector((h.x, h.y - 0.05, 0.05)) - Vector((0, 0, 0))).normalized()  # towards camera and up
-        facing = (Vector((h.x * 2.5, h.y * 2 - 0.04, 0.07))).normalized()
+        facing = Vector((h.x * 2.5, h.y * 2 - 0.04, 0.07)).normalized()  # outwards, up and to the camera
         q = Vector((0, 0, 1)).rotation_difference(facing)
         petals = Batch()
         for k in range(7):

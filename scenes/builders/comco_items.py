@@ -203,8 +203,8 @@ def _arch_ring(w, h, y, count=12, z0=0.0, n=2.6):
 @builder("comco.axe")
 def axe(ctx):
     wood = ctx.material("handle", (0.62, 0.38, 0.17))
-    steel = ctx.material("head", (0.30, 0.31, 0.33), look="metal")
-    edge = ctx.material("edge", (0.86, 0.87, 0.90), look="metal")
+    steel = ctx.material("head", (0.42, 0.43, 0.46), look="plastic")
+    edge = ctx.material("edge", (0.9, 0.91, 0.93), look="plastic")
     grip = ctx.material("grip", (0.12, 0.08, 0.05))
     h = ctx.cylinder(0.017, 0.86, (0, 0, 0.43), wood, segments=12, radius_top=0.015)
     h.scale = (1.0, 1.35, 1.0)
@@ -219,10 +219,8 @@ def axe(ctx):
         x = v.co.x
         k = 1.0 if x < 0.05 else max(0.18, 1.0 - 0.82 * (x - 0.05) / 0.17)
         v.co.z = 0.022 + (v.co.z - 0.022) * k
-    band = [(0.17 + 0.03 * math.sin(PI * t), 0.72 + 0.175 * t) for t in [i / 8 for i in range(9)]]
-    band_outline = list(reversed([(x - 0.03, z) for x, z in band])) + [(x + 0.005, z) for x, z in band]
-    band_outline = [(x, z) for x, z in band] + [(x - 0.028, z) for x, z in reversed(band)]
-    _plate_xz(ctx, [(x + 0.002, z) for x, z in reversed(band_outline)], 0.0, 0.013, edge)
+    band = [(x + 0.0015, z) for x, z in edge_pts] + [(x - 0.03, z) for x, z in reversed(edge_pts)]
+    _plate_xz(ctx, band, 0.0, 0.017, edge)  # the ground edge, a bright band along the bit
     return ctx.finish()
 
 
@@ -589,8 +587,9 @@ def mirror(ctx):
 # -- mouse ------------------------------------------------------------------------------
 @builder("comco.mouse")
 def mouse(ctx):
-    shell = ctx.material("shell", (0.72, 0.72, 0.74), look="plastic")
-    dark = ctx.material("groove", (0.12, 0.12, 0.13))
+    shell = ctx.material("shell", (0.75, 0.75, 0.77), look="plastic")
+    buttons = ctx.material("buttons", (0.36, 0.36, 0.39), look="plastic")
+    dark = ctx.material("groove", (0.05, 0.05, 0.06))
     cable = ctx.material("cable", (0.1, 0.1, 0.11))
     L, W, H = 0.095, 0.058, 0.038
     y0 = 0.008  # body centre (the cable takes the front of the footprint)
@@ -606,7 +605,9 @@ def mouse(ctx):
     for t in stations:
         y = y0 - L / 2 + L * t
         rings.append(_arch_ring(width(t), height(t), y, 14, n=2.3))
-    _loft(ctx, rings, shell)
+    split = stations.index(0.38)
+    _loft(ctx, rings[:split + 1], buttons, cap_end=False)  # the two buttons: front part of the shell
+    _loft(ctx, rings[split:], shell, cap_start=False)
 
     def top(x, t):
         w, h = width(t), height(t)
@@ -670,7 +671,7 @@ def remote(ctx):
 @builder("comco.scissors")
 def scissors(ctx):
     handle = ctx.material("handles", (0.92, 0.38, 0.08), primary=True, look="plastic")
-    steel = ctx.material("blades", (0.78, 0.79, 0.82), look="metal")
+    steel = ctx.material("blades", (0.8, 0.81, 0.84), look="plastic")
     screw = ctx.material("screw", (0.35, 0.35, 0.37), look="metal")
     pivot = Vector((0, 0.025, 0))
     ang = math.radians(5)
@@ -683,8 +684,8 @@ def scissors(ctx):
             return (pivot.x + x * c - y * s, pivot.y + x * s + y * c)
 
         # blade on `side`, pointing +y; its handle on the other side
-        blade = [(0.0, -0.012), (side * 0.0105, -0.01), (side * 0.0105, 0.02), (side * 0.008, 0.05),
-                 (side * 0.004, 0.068), (0.0, 0.075)]
+        blade = [(0.0, -0.012), (side * 0.013, -0.01), (side * 0.013, 0.02), (side * 0.0095, 0.05),
+                 (side * 0.0045, 0.068), (0.0, 0.075)]
         if side < 0:
             blade = list(reversed(blade))
         z = 0.0045 + layer * 0.0032
@@ -786,33 +787,28 @@ def suitcase(ctx):
     shell = ctx.material("shell", (0.12, 0.3, 0.55), primary=True, look="plastic")
     dark = ctx.material("trim", (0.07, 0.07, 0.08))
     metal = ctx.material("metal", (0.7, 0.7, 0.73), look="metal")
-    W, D, H, zb = 0.42, 0.23, 0.54, 0.055
-    _box(ctx, (W, D, H), (0, 0, zb + H / 2), shell, bevel=0.035)
+    W, D, H, zb = 0.42, 0.23, 0.5, 0.05
+    _box(ctx, (W, D, H), (0, 0, zb + H / 2), shell, bevel=0.035, segments=3)
     seam_o = _rounded_rect(W + 0.006, H + 0.006, 0.038, per=4, cy=zb + H / 2)
     seam_i = _rounded_rect(W - 0.02, H - 0.02, 0.025, per=4, cy=zb + H / 2)
     _ring_xz(ctx, seam_o, seam_i, 0.0, 0.012, dark)  # zip seam around the shell
-    for x in (-0.12, 0.0, 0.12):  # raised ribs on the front
-        _box(ctx, (0.04, 0.012, H - 0.1), (x, -D / 2, zb + H / 2), shell, bevel=0.005)
-    for x in (-0.12, 0.0, 0.12):  # and on the back
-        _box(ctx, (0.04, 0.012, H - 0.1), (x, D / 2, zb + H / 2), shell, bevel=0.005)
-    # corner guards
-    for sx in (-1, 1):
-        for sz in (0, 1):
-            _box(ctx, (0.05, D + 0.006, 0.05), (sx * (W / 2 - 0.02), 0, zb + 0.02 + sz * (H - 0.04)), dark,
-                    bevel=0.012)
-    # wheels
+    for y in (-D / 2, D / 2):  # raised ribs on the front and back
+        for x in (-0.12, 0.0, 0.12):
+            _box(ctx, (0.045, 0.014, H - 0.1), (x, y, zb + H / 2), shell, bevel=0.006)
+    # wheels: caster housings and black wheels
     for sx in (-1, 1):
         for sy in (-1, 1):
-            _box(ctx, (0.04, 0.04, 0.02), (sx * (W / 2 - 0.035), sy * (D / 2 - 0.035), zb - 0.008), dark,
-                    bevel=0.005)
-            ctx.cylinder(0.024, 0.018, (sx * (W / 2 - 0.035), sy * (D / 2 - 0.035), 0.024), dark,
-                         rotation=(0, PI / 2, 0), segments=16)
-    # telescopic handle (partly out) and the carry handle
+            x, y = sx * (W / 2 - 0.04), sy * (D / 2 - 0.04)
+            _box(ctx, (0.045, 0.045, 0.02), (x, y, zb - 0.006), dark, bevel=0.006)
+            ctx.cylinder(0.023, 0.02, (x, y, 0.023), dark, rotation=(0, PI / 2, 0), segments=16)
+            ctx.cylinder(0.008, 0.022, (x, y, 0.023), metal, rotation=(0, PI / 2, 0), segments=8)
+    # telescopic handle pulled out, and the carry handle on top
     zt = zb + H
     for sx in (-1, 1):
-        _box(ctx, (0.016, 0.016, 0.07), (sx * 0.085, D / 2 - 0.04, zt + 0.02), metal)
-    _box(ctx, (0.2, 0.028, 0.026), (0, D / 2 - 0.04, zt + 0.055), dark, bevel=0.008)
-    _tube(ctx, [(0.06 * math.cos(a), -0.03, zt + 0.022 * math.sin(a)) for a in [PI * i / 10 for i in range(11)]],
+        _box(ctx, (0.022, 0.03, 0.012), (sx * 0.085, D / 2 - 0.035, zt + 0.004), dark)
+        ctx.cylinder(0.008, 0.12, (sx * 0.085, D / 2 - 0.035, zt + 0.06), metal, segments=10)
+    _box(ctx, (0.2, 0.03, 0.028), (0, D / 2 - 0.035, zt + 0.125), dark, bevel=0.01)
+    _tube(ctx, [(0.06 * math.cos(a), -0.02, zt + 0.024 * math.sin(a)) for a in [PI * i / 10 for i in range(11)]],
           0.009, dark, segments=8)
     return ctx.finish()
 
@@ -860,24 +856,26 @@ def toothbrush(ctx):
     blue = ctx.material("bristles2", (0.45, 0.8, 1.0))
     rings = []
     # (y, width, thickness, z bottom)
-    prof = [(-0.095, 0.012, 0.008, 0.0), (-0.09, 0.016, 0.011, 0.0), (-0.06, 0.019, 0.012, 0.0),
-            (-0.02, 0.017, 0.011, 0.0), (0.02, 0.011, 0.009, 0.0), (0.045, 0.0075, 0.007, 0.002),
-            (0.06, 0.0075, 0.006, 0.004), (0.066, 0.012, 0.006, 0.005), (0.09, 0.012, 0.006, 0.005),
-            (0.095, 0.009, 0.005, 0.0055)]
+    prof = [(-0.095, 0.011, 0.008, 0.0), (-0.09, 0.015, 0.011, 0.0), (-0.06, 0.018, 0.012, 0.0),
+            (-0.025, 0.016, 0.011, 0.0), (0.015, 0.01, 0.008, 0.0007), (0.04, 0.0065, 0.0065, 0.002),
+            (0.054, 0.0065, 0.006, 0.0035), (0.06, 0.0135, 0.006, 0.004), (0.09, 0.0135, 0.006, 0.004),
+            (0.095, 0.009, 0.005, 0.0045)]
     for y, w, h, z0 in prof:
         pts = _superellipse(w / 2, h / 2, 2.4, 16)
         rings.append([(x, y, z0 + h / 2 + z) for x, z in pts])
     _loft(ctx, rings, plastic)
     # thumb grip pads
-    ctx.sphere(1.0, (0, -0.055, 0.011), grip, scale=(0.0065, 0.022, 0.0025), segments=16, rings=8)
-    ctx.sphere(1.0, (0, -0.015, 0.0095), grip, scale=(0.004, 0.01, 0.0022), segments=12, rings=6)
-    # bristle tufts
+    ctx.sphere(1.0, (0, -0.058, 0.011), grip, scale=(0.006, 0.02, 0.0025), segments=16, rings=8)
+    ctx.sphere(1.0, (0, -0.02, 0.0095), grip, scale=(0.0038, 0.009, 0.0022), segments=12, rings=6)
+    # bristle tufts, standing up from the head
     whites, blues = [], []
-    for r in range(8):
+    for r in range(9):
         for c in range(3):
-            x = (c - 1) * 0.0036
-            y = 0.0685 + r * 0.0033
-            (blues if r in (0, 1, 6, 7) and c != 1 else whites).append(((x, y, 0.0205), (0.0027, 0.0027, 0.019)))
+            x = (c - 1) * 0.0042
+            y = 0.0625 + r * 0.0032
+            h = 0.02 - 0.002 * (c != 1)
+            tuft = ((x, y, 0.0095 + h / 2), (0.0034, 0.0026, h))
+            (blues if r in (0, 1, 7, 8) else whites).append(tuft)
     _boxes(ctx, whites, white)
     _boxes(ctx, blues, blue)
     return ctx.finish()

@@ -320,20 +320,23 @@ def torus(ctx):
 
 @builder("simco.diamond")
 def diamond(ctx):
-    """A cut gem standing on its point: octagonal table, a crown of alternating triangular
-    facets, a thin girdle and a deep pavilion of sixteen facets down to the culet."""
+    """A cut gem lying tipped on its pavilion, table tilted away from the camera, so the
+    elevated front camera sees the classic side view: a faceted crown over a pointed
+    pavilion. Octagonal table, crown of alternating triangles, thin girdle, 16 pavilion facets."""
+    from mathutils import Matrix
+
     bm = bmesh.new()
-    H, gt, gb, n = 0.8, 0.62, 0.58, 8
+    n, hc, g, hp = 8, 0.2, 0.04, 0.68
 
     def ring(r, z, phase=0.0):
         return [bm.verts.new((r * math.cos(phase + TAU * k / n), r * math.sin(phase + TAU * k / n), z))
                 for k in range(n)]
 
-    table = ring(0.3, H, TAU / (2 * n))
-    gtop = ring(0.5, gt)
-    gbot = ring(0.5, gb)
-    mid = ring(0.3, 0.3, TAU / (2 * n))
-    culet = bm.verts.new((0, 0, 0))
+    table = ring(0.3, hc + g, TAU / (2 * n))
+    gtop = ring(0.5, g)
+    gbot = ring(0.5, 0.0)
+    mid = ring(0.28, -0.5 * hp, TAU / (2 * n))
+    culet = bm.verts.new((0, 0, -hp))
     bm.faces.new(table)
     for k in range(n):
         k1 = (k + 1) % n
@@ -343,6 +346,8 @@ def diamond(ctx):
         bm.faces.new((gbot[k1], gbot[k], mid[k]))  # pavilion, upper
         bm.faces.new((mid[k], gbot[k1], mid[k1]))
         bm.faces.new((mid[k1], culet, mid[k]))  # pavilion, lower
+    # a corner of the octagons towards the camera, then tip the top away (+y)
+    bm.transform(Matrix.Rotation(math.radians(-38), 4, "X") @ Matrix.Rotation(TAU / 16 + TAU / 4, 4, "Z"))
     _add_bm(ctx, bm, "gem", _body(ctx))
     return _done(ctx, 0)
 

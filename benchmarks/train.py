@@ -1,0 +1,109 @@
+"""Training speed on this machine, side by side in one run.
+
+    .venv/bin/python benchmarks/train.py [--data DATASET] [--steps 30] [--threads 2]
+
+1. `scratch` at its default size: samples per second, and the share of each step spent
+   waiting for data (target <= 10 %).
+2. DeBias-CLIP's caption sampler against Long-CLIP's: the text side of a batch (sample,
+   tokenise at 248, move padding), and whole fine-tuning steps of a tiny model
+   (target <= 1.05x for the step).
+Without --data, a synthetic comco dataset (planner records, PIL-drawn 64 px images) is made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def scratch_speed(data: Path, out: Path, steps: int) -> dict:
+    from comco.train.run import make_config, run_training
+
+    cfg = make_config("scratch", data=str(data), out=str(out), steps=steps, quiet=True, device="cpu")
+    started = time.perf_counter()
+    run_training(cfg)
+    wall = time.perf_counter() - started
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][3:]  # skip warm-up
+    return {"samples_per_s": statistics.median(r["samples_per_s"] for r in rows),
+            "data_share": statistics.mean(r["data_share"] for r in rows),
+            "batch": cfg.batch_size, "wall_s": wall, "steps": steps}
+
+
+def text_side(task, batches: list[list[int]], repeats: int = 3) -> float:
+    """Seconds per batch to draw captions, tokenise both and (debias) move padding."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for indices in batches:
+            task.texts(0, indices)
+        best = min(best, (time.perf_counter() - started) / len(batches))
+    return best
+
+
+def sampler_costs(data: Path, out: Path, steps: int) -> dict:
+    from test_train_fixtures import make_tiny_checkpoint
+
+    from comco.train.loop import Trainer
+    from comco.train.run import build_task, make_config
+
+    init = make_tiny_checkpoint(out / "tiny.pt")
+    result = {}
+    for kind in ("longclip", "debias"):
+        cfg = make_config(kind, data=str(data), out=str(out / kind), init=f"ckpt:{init}", batch_size=32,
+                          steps=steps, warmup=1, quiet=True, device="cpu", workers=0)
+        task = build_task(cfg)
+        n = task.num_samples()
+        batches = [list(range(i, i + 32)) for i in range(0, n - 31, 32)] * 4
+        text_s = text_side(task, batches)
+        trainer = Trainer(task, cfg)
+        from comco.train.loop import plan_micro_batches
+
+        plan = [mb for s in range(steps) for mb in plan_micro_batches(cfg, s, n)]
+        iterator = iter(task.batches(plan))
+        times = [trainer.train_step(iterator)["step_s"] for _ in range(steps)][2:]
+        result[kind] = {"text_ms": 1000 * text_s, "step_ms": 1000 * statistics.median(times)}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, help="a rendered comco dataset (default: a synthetic one)")
+    parser.add_argument("--n", type=int, default=512, help="images in the synthetic dataset")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    args = parser.parse_args()
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    work = Path(tempfile.mkdtemp(prefix="comco-bench-train-"))
+    data = args.data
+    if data is None:
+        from test_train_fixtures import make_dataset
+
+        data = make_dataset(work / "data", n=args.n, resolution=64, objects=(2, 3, 4))
+    scratch = scratch_speed(data, work / "scratch", args.steps)
+    costs = sampler_costs(data, work / "sampler", max(8, args.steps // 3))
+    lc, db = costs["longclip"], costs["debias"]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, data {data}")
+    print(f"{'measure':44s} {'value':>12s} {'target':>10s}")
+    print(f"{'scratch samples/s (64 px, batch %d)' % scratch['batch']:44s} {scratch['samples_per_s']:12.1f}")
+    print(f"{'scratch data loading share of step':44s} {100 * scratch['data_share']:11.1f}% {'<= 10%':>10s}")
+    print(f"{'text side per batch of 32: longclip ms':44s} {lc['text_ms']:12.2f}")
+    print(f"{'text side per batch of 32: debias ms':44s} {db['text_ms']:12.2f}")
+    print(f"{'  debias / longclip (text side only)':44s} {db['text_ms'] / lc['text_ms']:11.3f}x")
+    print(f"{'tiny fine-tune step: longclip ms':44s} {lc['step_ms']:12.1f}")
+    print(f"{'tiny fine-tune step: debias ms':44s} {db['step_ms']:12.1f}")
+    print(f"{'  debias / longclip (whole step)':44s} {db['step_ms'] / lc['step_ms']:11.3f}x {'<= 1.05x':>10s}")
+
+
+if __name__ == "__main__":
+    main()
