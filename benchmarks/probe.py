@@ -6,7 +6,7 @@
 2. the same probe again with a warm embedding cache (target >= 20x faster);
 3. text-only TOR captions per second with ViT-B-32 (random weights) on this machine.
 
-    .venv/bin/python benchmarks/probe.py [--model ViT-B-32] [--tuples 288] [--images 32]
+    .venv/bin/python benchmarks/probe.py [--model ViT-B-32] [--tuples 144] [--images 16]
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def timed(fn):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="ViT-B-32")
-    ap.add_argument("--tuples", type=int, default=288, help="text-only captions per object count (2 counts)")
-    ap.add_argument("--images", type=int, default=32, help="scene images for the image-side comparison")
+    ap.add_argument("--tuples", type=int, default=144, help="text-only captions per object count (2 counts)")
+    ap.add_argument("--images", type=int, default=16, help="scene images for the image-side comparison")
     ap.add_argument("--batch", type=int, default=64)
     args = ap.parse_args()
 

@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def scratch_speed(data: Path, out: Path, steps: int) -> dict:
+def scratch_speed(data: Path, out: Path, steps: int, device: str) -> dict:
     from comco.train.run import make_config, run_training
 
-    cfg = make_config("scratch", data=str(data), out=str(out), steps=steps, quiet=True, device="cpu")
+    cfg = make_config("scratch", data=str(data), out=str(out), steps=steps, quiet=True, device=device)
     started = time.perf_counter()
     run_training(cfg)
     wall = time.perf_counter() - started
@@ -48,29 +48,31 @@ def text_side(task, batches: list[list[int]], repeats: int = 3) -> float:
     return best
 
 
-def sampler_costs(data: Path, out: Path, steps: int) -> dict:
+def sampler_costs(data: Path, out: Path, steps: int, device: str) -> dict:
+    """Both kinds built side by side and their steps interleaved, so load on a shared
+    machine hits both alike."""
     from test_train_fixtures import make_tiny_checkpoint
 
-    from comco.train.loop import Trainer
+    from comco.train.loop import Trainer, plan_micro_batches
     from comco.train.run import build_task, make_config
 
     init = make_tiny_checkpoint(out / "tiny.pt")
-    result = {}
+    runs = {}
     for kind in ("longclip", "debias"):
         cfg = make_config(kind, data=str(data), out=str(out / kind), init=f"ckpt:{init}", batch_size=32,
-                          steps=steps, warmup=1, quiet=True, device="cpu", workers=0)
+                          steps=steps, warmup=1, quiet=True, device=device, workers=0)
         task = build_task(cfg)
         n = task.num_samples()
-        batches = [list(range(i, i + 32)) for i in range(0, n - 31, 32)] * 4
-        text_s = text_side(task, batches)
-        trainer = Trainer(task, cfg)
-        from comco.train.loop import plan_micro_batches
-
         plan = [mb for s in range(steps) for mb in plan_micro_batches(cfg, s, n)]
-        iterator = iter(task.batches(plan))
-        times = [trainer.train_step(iterator)["step_s"] for _ in range(steps)][2:]
-        result[kind] = {"text_ms": 1000 * text_s, "step_ms": 1000 * statistics.median(times)}
-    return result
+        runs[kind] = (task, Trainer(task, cfg), iter(task.batches(plan)))
+    batches = [list(range(i, i + 32)) for i in range(0, n - 31, 32)] * 2
+    result = {kind: {"text": [], "step": []} for kind in runs}
+    for _ in range(steps):
+        for kind, (task, trainer, iterator) in runs.items():
+            result[kind]["text"].append(text_side(task, batches, repeats=1))
+            result[kind]["step"].append(trainer.train_step(iterator)["step_s"])
+    return {kind: {"text_ms": 1000 * statistics.median(r["text"][2:]), "step_ms": 1000 * statistics.median(r["step"][2:])}
+            for kind, r in result.items()}
 
 
 def main() -> None:
@@ -78,6 +80,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="a rendered comco dataset (default: a synthetic one)")
     parser.add_argument("--n", type=int, default=512, help="images in the synthetic dataset")
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (AMP bf16 there)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()
     import torch
@@ -90,10 +93,11 @@ def main() -> None:
         from test_train_fixtures import make_dataset
 
         data = make_dataset(work / "data", n=args.n, resolution=64, objects=(2, 3, 4))
-    scratch = scratch_speed(data, work / "scratch", args.steps)
-    costs = sampler_costs(data, work / "sampler", max(8, args.steps // 3))
+    scratch = scratch_speed(data, work / "scratch", args.steps, args.device)
+    costs = sampler_costs(data, work / "sampler", max(8, args.steps // 3), args.device)
     lc, db = costs["longclip"], costs["debias"]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, data {data}")
+    where = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} CPU threads"
+    print(f"torch {torch.__version__}, {where}, data {data}")
     print(f"{'measure':44s} {'value':>12s} {'target':>10s}")
     print(f"{'scratch samples/s (64 px, batch %d)' % scratch['batch']:44s} {scratch['samples_per_s']:12.1f}")
     print(f"{'scratch data loading share of step':44s} {100 * scratch['data_share']:11.1f}% {'<= 10%':>10s}")

@@ -249,8 +249,6 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 def _load_hf(path: Path, device: str) -> LoadedModel:
     import json
 
-    import torch
-
     if not (path / "config.json").is_file():
         raise UserError(f"{path} is not a transformers model folder (no config.json); "
                         "save one with model.save_pretrained(DIR) and pass hf:DIR")
@@ -283,7 +281,6 @@ def _load_hf(path: Path, device: str) -> LoadedModel:
     def enc_image(x):
         return _features(model.get_image_features(pixel_values=x))
 
-    del torch
     return LoadedModel(
         name=f"hf:{path}", pretrained=None, identity=identity, family="hf", model=model,
         preprocess=_hf_transform(path, model.config), context_length=context_length, device=device,

@@ -33,6 +33,7 @@ MAX_OBJECTS = len(SLOTS)
 # planned fractions depend on it; the renderer measures the real ones).
 FILL = 0.7
 MAX_HEIGHT = 0.6  # of the camera's height above the ground
+MAX_SPAN = 0.6  # the most of the image width or height one object may span
 SLOT_JITTER = 0.035  # of the image side
 MARGIN = 0.015  # keep this share of the image side free at the borders
 # Boxes may overlap by this share of the smaller one: a box is looser than the object
@@ -257,16 +258,24 @@ class Planner:
         # Fit each object once at its slot centre; jitter then moves the fitted box.
         fits = [self._fit(o, frac, SLOT_UV[slot][0] * w, SLOT_UV[slot][1] * h, yaw)
                 for o, frac, slot, yaw in zip(chosen, fractions, slots, yaws)]
+        if self.cfg.layout != "equal" and _ranks([f[4] for f in fits]) != ranks:
+            raise PlanFailure("an object shrunk to fit the frame and lost its size rank")
+        if self.cfg.layout == "one-large":
+            large = ranks.index(0)
+            if fits[large][4] < 0.95 * fractions[large]:
+                # A flat or thin object cannot be ComCO's large one; the retry draws another
+                # of the same objects to be large, so no object is dropped from the data.
+                raise PlanFailure(f"{chosen[large].name} cannot cover {fractions[large]:.3f} within the frame")
         for _ in range(PLACEMENT_TRIES):
             # Clamp with a wider margin: the exact re-projection below may grow a moved box a little.
-            jitter = [_inside(b, du * w, dv * h, w, h, 2.5 * margin) for (_, _, b, _), (du, dv)
+            jitter = [_inside(b, du * w, dv * h, w, h, 2.5 * margin) for (_, _, b, _, _), (du, dv)
                       in zip(fits, rng.uniform(-SLOT_JITTER, SLOT_JITTER, size=(len(chosen), 2)))]
-            boxes = [(b[0] + du, b[1] + dv, b[2] + du, b[3] + dv) for (_, _, b, _), (du, dv) in zip(fits, jitter)]
+            boxes = [(b[0] + du, b[1] + dv, b[2] + du, b[3] + dv) for (_, _, b, _, _), (du, dv) in zip(fits, jitter)]
             if not _fits(boxes, w, h, margin):
                 continue
             objects, exact = [], []
-            for o, (_, scale, _, foot), (du, dv), frac, slot, rank, yaw, color, mat in zip(
-                    chosen, fits, jitter, fractions, slots, ranks, yaws, colors, materials):
+            for o, (_, scale, _, foot, frac), (du, dv), slot, rank, yaw, color, mat in zip(
+                    chosen, fits, jitter, slots, ranks, yaws, colors, materials):
                 loc = self.camera.ground_point(foot[0] + du, min(foot[1] + dv, h * 0.999))
                 exact.append(self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw))
                 objects.append({
@@ -281,8 +290,10 @@ class Planner:
     def _fit(self, o: ObjectSpec, fraction: float, u: float, v: float, yaw: float, strict: bool = True):
         """Scale and ground point that put the object's box centre at (u, v) with the planned area.
 
-        Returns (location, scale, image box, foot pixel); the foot pixel is where the
-        ground point projects, so a jittered copy can be re-projected cheaply. The box
+        Returns (location, scale, image box, foot pixel, fraction); the foot pixel is where
+        the ground point projects, so a jittered copy can be re-projected cheaply, and the
+        fraction is less than asked when the object had to shrink to span at most
+        MAX_SPAN of the image. The box
         grows about as scale squared, so one unit-scale projection gives the scale;
         a second moves the foot; the last projection is exact.
         """
@@ -301,10 +312,15 @@ class Planner:
                 raise PlanFailure(f"{o.name} would need to be {scale:.1f} units tall to cover "
                                   f"{fraction:.3f} of the image")
         box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
-        foot_v = min(v + v - (box[1] + box[3]) / 2, self.cfg.resolution[1] * 0.999)
+        w, h = self.cfg.resolution
+        span = max((box[2] - box[0]) / w, (box[3] - box[1]) / h)
+        shrink = min(1.0, MAX_SPAN / span)  # flat or thin objects: cover less, rather than cross the image
+        scale *= shrink
+        box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
+        foot_v = min(v + v - (box[1] + box[3]) / 2, h * 0.999)
         loc = self.camera.ground_point(u, foot_v)
         box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
-        return loc, scale, box, (u, foot_v)
+        return loc, scale, box, (u, foot_v), fraction * shrink * shrink
 
     # -- singles --------------------------------------------------------------------
     def singles(self) -> list[dict]:
@@ -316,7 +332,7 @@ class Planner:
             if self.cfg.colors and not o.colorable:
                 colors = colors[:1] or [self.set.default_color]
             for color in colors:
-                loc, scale, _, _ = self._fit(o, self.cfg.large_fraction, w / 2, h / 2, 0.0, strict=False)
+                loc, scale, _, _, frac = self._fit(o, self.cfg.large_fraction, w / 2, h / 2, 0.0, strict=False)
                 sid = o.name if color is None else f"{o.name}-{color}"
                 out.append({
                     "id": sid, "name": o.name, "color": color, "image": f"singles/{sid}.png",
@@ -326,7 +342,7 @@ class Planner:
                     "objects": [{"name": o.name, "slot": "M", "size_rank": 0, "scale": round(scale, 5),
                                  "location": [round(loc[0], 5), round(loc[1], 5), 0.0], "rotation_z": 0.0,
                                  "color": color, "material": o.material or self.set.materials[0],
-                                 "planned_fraction": self.cfg.large_fraction}],
+                                 "planned_fraction": round(frac, 6)}],
                     "mention_orders": [[0]],
                 })
         return out

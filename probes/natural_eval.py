@@ -10,7 +10,7 @@ import numpy as np
 
 from comco.probes.natural_captions import ANALYSES, split_sentences
 from comco.probes.natural_images import embed_images
-from comco.probes.natural_recall import KS, PROTOCOLS, retrieval_recalls, select_captions
+from comco.probes.natural_recall import KS, retrieval_recalls, select_captions
 from comco.probes.natural_split import NaturalSplit
 from comco.probes.stats import accuracy
 
@@ -48,7 +48,10 @@ def analysis_captions(split: NaturalSplit, protocol: str, min_sentences: int):
 
 def evaluate_analyses(embedder, split: NaturalSplit, protocol: str,
                       names: tuple[str, ...] = tuple(ANALYSES)) -> tuple[dict, NaturalSplit]:
-    """Every variant of every analysis, scored against the same image gallery."""
+    """Every variant of every analysis, scored against the same image gallery.
+
+    Images whose captions an analysis cannot use stay in the gallery as distractors.
+    """
     image_emb, split = embed_images(embedder, split)
     out = {}
     for name in names:
@@ -68,6 +71,3 @@ def evaluate_analyses(embedder, split: NaturalSplit, protocol: str,
                 entry["variants"][variant] = recall_block(emb, image_emb, owners)
         out[name] = entry
     return out, split
-
-
-__all__ = ["PROTOCOLS", "evaluate_retrieval", "evaluate_analyses", "analysis_captions", "recall_block"]

@@ -61,7 +61,8 @@ def run_natural_eval(kind: str, benchmark: str, root: Path, specs: list[ModelSpe
     for spec in specs:
         loaded = load_model(spec.name, spec.pretrained, device)
         embedder = Embedder(loaded, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
-        entry = {"label": spec.label, "model": spec.name, "pretrained": spec.pretrained,
+        label = spec.label if all(e["label"] != spec.label for e in entries) else f"{spec.label} #{len(entries) + 1}"
+        entry = {"label": label, "model": spec.name, "pretrained": spec.pretrained,
                  "identity": loaded.identity, "context_length": loaded.context_length, "device": device}
         before = split
         if kind == "retrieval":

@@ -47,7 +47,7 @@ def model_label(name: str, pretrained: str | None) -> str:
     return f"{name} ({pretrained or 'none'})"
 
 
-def select_probes(data, opts: ProbeOptions, loaded_vit: bool | None = None) -> tuple[list[str], dict[str, str]]:
+def select_probes(data, opts: ProbeOptions) -> tuple[list[str], dict[str, str]]:
     """(probes to run, probe -> why it was skipped). Asked-for probes that cannot run raise."""
     if opts.text_only:
         if opts.probes and set(opts.probes) != {"tor"}:

@@ -38,7 +38,9 @@ def make_material(name: str, rgb: tuple[float, float, float], look: str = "rubbe
     mat = bpy.data.materials.new(name)
     mat.diffuse_color = (*lin, 1.0)
     mat.roughness = rough
-    mat.metallic = metal
+    # Workbench (draft) shows full metals nearly black; the viewport value only feeds
+    # Workbench, Cycles and EEVEE read the node below.
+    mat.metallic = min(metal, 0.3)
     mat.use_nodes = True
     bsdf = mat.node_tree.nodes.get("Principled BSDF")
     bsdf.inputs["Base Color"].default_value = (*lin, 1.0)

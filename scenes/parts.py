@@ -52,12 +52,14 @@ class Ctx:
         return ob
 
     def box(self, size: Vec, location: Vec = (0, 0, 0), mat=None, rotation: Vec = (0, 0, 0), bevel: float = 0.0):
+        """A box of `size`; `bevel` rounds its edges by that many metres (absolute, not relative)."""
         bm = bmesh.new()
         bmesh.ops.create_cube(bm, size=1.0)
+        bmesh.ops.scale(bm, vec=Vector(size), verts=bm.verts)
         if bevel > 0:
-            bmesh.ops.bevel(bm, geom=bm.edges[:] + bm.verts[:], offset=bevel / max(min(size), 1e-6),
+            bmesh.ops.bevel(bm, geom=bm.edges[:] + bm.verts[:], offset=min(bevel, 0.49 * min(size)),
                             segments=2, affect="EDGES")
-        return self._add(bm, "box", mat, location, rotation, size)
+        return self._add(bm, "box", mat, location, rotation, (1, 1, 1))
 
     def cylinder(self, radius: float, depth: float, location: Vec = (0, 0, 0), mat=None,
                  rotation: Vec = (0, 0, 0), segments: int = 24, radius_top: float | None = None):
@@ -119,9 +121,35 @@ class Ctx:
         bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
         return self._add(bm, "prism", mat, location, rotation, (1, 1, 1))
 
-    def finish(self, name: str | None = None, exact: bool = True) -> bpy.types.Object:
-        """Join the parts into one object at the bottom centre, scaled to the manifest size."""
+    def finish(self, name: str | None = None, exact: bool = True, turn_to_fit: bool = True) -> bpy.types.Object:
+        """Join the parts into one object at the bottom centre, scaled to the manifest size.
+
+        With `turn_to_fit`, a model whose long side lies along the other ground axis than
+        the manifest's is first turned a quarter around z, so the manifest decides whether
+        the camera sees, say, a shoe in profile or toe first, and nothing is squashed.
+        """
+        if turn_to_fit and exact:
+            self._turn_to_fit()
         return join_and_normalize(self.parts, name or self.spec.name, self.spec.dimensions_m if exact else None)
+
+    def _turn_to_fit(self) -> None:
+        corners = [ob.matrix_basis @ Vector(c) for ob in self.parts for c in _bounds(ob)]
+        w = max(c.x for c in corners) - min(c.x for c in corners)
+        d = max(c.y for c in corners) - min(c.y for c in corners)
+        mw, md = self.spec.dimensions_m[0], self.spec.dimensions_m[1]
+        if min(w, d) <= 0 or max(w / d, d / w) < 1.3 or max(mw / md, md / mw) < 1.3:
+            return  # about square on the ground: nothing to decide
+        if (w > d) != (mw > md):
+            turn = Matrix.Rotation(math.pi / 2, 4, "Z")
+            for ob in self.parts:
+                ob.matrix_basis = turn @ ob.matrix_basis
+
+
+def _bounds(ob: bpy.types.Object) -> list[tuple[float, float, float]]:
+    vs = [v.co for v in ob.data.vertices] or [Vector((0, 0, 0))]
+    lo = [min(v[i] for v in vs) for i in range(3)]
+    hi = [max(v[i] for v in vs) for i in range(3)]
+    return [(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
 
 
 def join_and_normalize(parts: list[bpy.types.Object], name: str, dims: Vec | None) -> bpy.types.Object:

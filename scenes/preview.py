@@ -26,7 +26,9 @@ def render_singles(object_set: str, names: list[str] | None, preset: str, size: 
     from comco.scenes.stage import build_stage, render_to, reset, set_camera, set_lights
 
     oset = load_object_set(object_set)
-    planner = Planner(PlanConfig(object_set=object_set, n=1, resolution=(size, size), colors=colors), oset)
+    # Sheets are for people: objects are framed larger than the reference singles (7 %).
+    planner = Planner(PlanConfig(object_set=object_set, n=1, resolution=(size, size), colors=colors,
+                                 large_fraction=0.16), oset)
     singles = [s for s in planner.singles() if names is None or s["name"] in names]
     reset()
     scene = build_stage(preset, size, size, samples=samples)

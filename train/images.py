@@ -5,6 +5,7 @@ from files through the model's transform in DataLoader workers (fine-tuning)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -66,7 +67,7 @@ class CachedImages:
         with ThreadPoolExecutor(max(1, threads)) as pool:  # PIL decodes without the GIL
             array = np.stack(list(pool.map(load, paths)))
         cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(cache.name + ".tmp.npy")
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp.npy")  # DDP ranks build it side by side
         np.save(tmp, array)
         tmp.replace(cache)
         return cls(array)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -120,7 +121,7 @@ def embed_triples(loaded, triples: Triples, cache_dir: Path, batch_size: int = 6
                                    for i in range(0, len(triples.negatives), batch_size)]),
         }
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(cache.name + ".tmp")
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     torch.save(out, tmp)
     tmp.replace(cache)
     return out

@@ -154,10 +154,6 @@ def _add(ctx, bm, *mats):
     return ob
 
 
-def _mirror(p):
-    return (p[0], -p[1], p[2])
-
-
 def _finish(ctx, lengthwise: bool = True):
     """Turn the +x-facing model so its long side follows the manifest, then join and scale."""
     dims = ctx.spec.dimensions_m
@@ -439,7 +435,7 @@ def giraffe(ctx):
     rng = random.Random(11)
     body = _tube_bm([(-0.85, 0, 1.98), (-0.75, 0, 2.0), (-0.4, 0, 2.05), (0.1, 0, 2.14), (0.45, 0, 2.25),
                      (0.6, 0, 2.3), (0.68, 0, 2.33)],
-                    [(0.06, 0.07), (0.22, 0.26), (0.27, 0.32), (0.29, 0.36), (0.27, 0.36), (0.2, 0.28), (0.06, 0.07)],
+                    [(0.07, 0.07), (0.26, 0.26), (0.31, 0.32), (0.33, 0.36), (0.31, 0.36), (0.23, 0.28), (0.07, 0.07)],
                     segs=48, per_span=10)
     _patches(body, rng, 0.2, 0.035)
     _add(ctx, body, cream, brown)
@@ -471,7 +467,7 @@ def giraffe(ctx):
         for s in (1, -1):
             step = 0.09 * s * (1 if hind else -1)
             top_z = 2.15 if not hind else 1.95
-            _leg(ctx, (cream, dark, brown), (lx + step, s * 0.14, top_z), top_z, 0.1, 0.04, hind, hoof_h=0.07,
+            _leg(ctx, (cream, dark, brown), (lx + step, s * 0.18, top_z), top_z, 0.1, 0.04, hind, hoof_h=0.07,
                  segs=12, bend=0.08,
                  paint=lambda bm: _patches(bm, rng, 0.12, 0.025, 2, keep=lambda c: c.z > 1.1))
     tail = _tube_bm([(-0.84, 0, 2.05), (-0.9, 0, 1.8), (-0.92, 0, 1.3), (-0.92, 0, 1.12)],
@@ -582,8 +578,6 @@ def dog(ctx):
                                                                                         (0.055, 0.06)], segs=12, per_span=3)
     _add(ctx, neck, fur)
     _add(ctx, _ellipsoid_bm((0.28, 0, bz + 0.15), (0.065, 0.068, 0.065), rot=(0, -0.7, 0), segs=12, rings=6), fur)
-    ring = bmesh.new()
-    ring.free()
     col = _tube_bm([(0.225, 0, bz + 0.09), (0.25, 0, bz + 0.115)], [(0.072, 0.075), (0.068, 0.07)], segs=14,
                    per_span=1)
     _add(ctx, col, collar)
@@ -614,41 +608,41 @@ def dog(ctx):
 @builder("comco.cat")
 def cat(ctx):
     fur = ctx.material("fur", (0.93, 0.55, 0.2))
-    stripe = ctx.material("tabby", (0.62, 0.28, 0.06))
+    stripe = ctx.material("tabby", (0.72, 0.34, 0.08))
     pale = ctx.material("muzzle", (0.98, 0.86, 0.7))
     pink = ctx.material("nose", (0.9, 0.5, 0.55))
     eye = ctx.material("eye", (0.25, 0.6, 0.15))
-    bz = 0.17
-    body = _tube_bm([(-0.2, 0, bz + 0.01), (-0.18, 0, bz + 0.01), (-0.06, 0, bz), (0.08, 0, bz + 0.005),
-                     (0.14, 0, bz + 0.015), (0.16, 0, bz + 0.02)],
-                    [(0.02, 0.02), (0.05, 0.055), (0.055, 0.062), (0.052, 0.06), (0.045, 0.052), (0.02, 0.02)],
+    bz = 0.175
+    body = _tube_bm([(-0.17, 0, bz + 0.01), (-0.155, 0, bz + 0.012), (-0.06, 0, bz + 0.005), (0.06, 0, bz + 0.005),
+                     (0.12, 0, bz + 0.015), (0.14, 0, bz + 0.02)],
+                    [(0.02, 0.02), (0.052, 0.05), (0.056, 0.052), (0.054, 0.052), (0.046, 0.046), (0.02, 0.02)],
                     segs=16, per_span=4)
-    _stripes(body, (1, 0, -0.15), 0.05, 0.4, keep=lambda c: c.z > bz - 0.02)
+    _stripes(body, (1, 0, -0.2), 0.042, 0.3, keep=lambda c: c.z > bz - 0.005)
     _add(ctx, body, fur, stripe)
-    neck = _tube_bm([(0.12, 0, bz + 0.02), (0.16, 0, bz + 0.05), (0.19, 0, bz + 0.07)], [0.042, 0.038, 0.035], segs=12,
+    neck = _tube_bm([(0.1, 0, bz + 0.02), (0.14, 0, bz + 0.05), (0.17, 0, bz + 0.07)], [0.038, 0.035, 0.033], segs=12,
                     per_span=2)
     _add(ctx, neck, fur)
-    hc = Vector((0.2, 0, bz + 0.085))
-    head = _ellipsoid_bm(hc, (0.048, 0.052, 0.045), segs=14, rings=7)
-    _stripes(head, (1, 0, 0), 0.025, 0.4, phase=0.005, keep=lambda c: c.z > hc.z + 0.025)
+    hc = Vector((0.185, 0, bz + 0.085))
+    head = _ellipsoid_bm(hc, (0.054, 0.058, 0.05), segs=14, rings=7)
+    _stripes(head, (1, 0, 0), 0.025, 0.35, phase=0.005, keep=lambda c: c.z > hc.z + 0.03)
     _add(ctx, head, fur, stripe)
-    _add(ctx, _ellipsoid_bm((0.238, 0, bz + 0.068), (0.022, 0.03, 0.02), segs=10, rings=5), pale)
-    _add(ctx, _ellipsoid_bm((0.258, 0, bz + 0.078), (0.007, 0.01, 0.006), segs=6, rings=3), pink)
+    _add(ctx, _ellipsoid_bm((0.228, 0, bz + 0.066), (0.024, 0.032, 0.021), segs=10, rings=5), pale)
+    _add(ctx, _ellipsoid_bm((0.25, 0, bz + 0.077), (0.007, 0.01, 0.006), segs=6, rings=3), pink)
     for s in (1, -1):
-        ear = _cone_bm((0.195, s * 0.03, bz + 0.135), 0.022, 0.0, 0.05, rot=(s * -0.35, -0.1, 0), segs=4)
+        ear = _cone_bm((0.18, s * 0.032, bz + 0.138), 0.024, 0.0, 0.055, rot=(s * -0.35, -0.1, 0), segs=4)
         _add(ctx, ear, fur)
-    _eyes(ctx, eye, (0.235, 0, bz + 0.095), 0.009, 0.028)
-    for hind, lx in ((False, 0.1), (True, -0.14)):
+    _eyes(ctx, eye, (0.224, 0, bz + 0.095), 0.01, 0.03)
+    for hind, lx in ((False, 0.09), (True, -0.12)):
         for s in (1, -1):
             step = 0.02 * s * (1 if hind else -1)
             top = bz - 0.01
-            _leg(ctx, (fur,), (lx + step, s * 0.03, top), top, 0.025 if not hind else 0.032, 0.015, hind, segs=8,
-                 bend=0.03 if hind else 0.008)
-            _add(ctx, _ellipsoid_bm((lx + step + 0.008, s * 0.03, 0.008), (0.018, 0.014, 0.009), segs=8, rings=4),
+            _leg(ctx, (fur,), (lx + step, s * 0.036, top), top, 0.022 if not hind else 0.028, 0.014, hind, segs=8,
+                 bend=0.02 if hind else 0.008)
+            _add(ctx, _ellipsoid_bm((lx + step + 0.008, s * 0.036, 0.008), (0.017, 0.013, 0.009), segs=8, rings=4),
                  fur)
     # the long tail curls up like a question mark
-    tail = _tube_bm([(-0.18, 0, bz + 0.02), (-0.24, 0, bz + 0.02), (-0.28, 0, bz + 0.07), (-0.285, 0, bz + 0.13),
-                     (-0.265, 0, bz + 0.165), (-0.24, 0, bz + 0.165)],
+    tail = _tube_bm([(-0.15, 0, bz + 0.02), (-0.21, 0, bz + 0.03), (-0.25, 0, bz + 0.07), (-0.255, 0, bz + 0.12),
+                     (-0.235, 0, bz + 0.15), (-0.212, 0, bz + 0.148)],
                     [0.014, 0.013, 0.013, 0.012, 0.011, 0.009], segs=8, per_span=4)
     _stripes(tail, (1, 0, 1), 0.035, 0.4)
     _add(ctx, tail, fur, stripe)
@@ -668,19 +662,21 @@ def bear(ctx):
                     segs=24, per_span=4)
     _add(ctx, body, fur)
     _add(ctx, _ellipsoid_bm((0.28, 0, bz + 0.24), (0.32, 0.26, 0.22), segs=16, rings=8), fur)  # shoulder hump
-    neck = _tube_bm([(0.45, 0, bz + 0.1), (0.65, 0, bz + 0.12), (0.76, 0, bz + 0.13)], [0.28, 0.23, 0.2], segs=16,
+    neck = _tube_bm([(0.45, 0, bz + 0.1), (0.65, 0, bz + 0.15), (0.76, 0, bz + 0.18)], [0.28, 0.23, 0.2], segs=16,
                     per_span=3)
     _add(ctx, neck, fur)
-    hc = Vector((0.8, 0, bz + 0.15))
-    _add(ctx, _ellipsoid_bm(hc, (0.2, 0.19, 0.18), segs=16, rings=8), fur)
-    snout = _tube_bm([(0.88, 0, bz + 0.11), (0.98, 0, bz + 0.09), (1.06, 0, bz + 0.08), (1.075, 0, bz + 0.08)],
+    hc = Vector((0.8, 0, bz + 0.2))
+    _add(ctx, _ellipsoid_bm(hc, (0.21, 0.2, 0.19), segs=16, rings=8), fur)
+    snout = _tube_bm([(0.88, 0, bz + 0.16), (0.99, 0, bz + 0.13), (1.08, 0, bz + 0.12), (1.095, 0, bz + 0.12)],
                      [(0.1, 0.09), (0.08, 0.075), (0.065, 0.06), (0.02, 0.02)], segs=14, per_span=3)
     _add(ctx, snout, muzzle)
-    _add(ctx, _ellipsoid_bm((1.07, 0, bz + 0.1), (0.025, 0.04, 0.028), segs=8, rings=4), black)
+    _add(ctx, _ellipsoid_bm((1.09, 0, bz + 0.14), (0.025, 0.04, 0.028), segs=8, rings=4), black)
     for s in (1, -1):
-        _add(ctx, _ellipsoid_bm((0.74, s * 0.13, bz + 0.32), (0.05, 0.065, 0.065), segs=10, rings=5), fur)
-        _add(ctx, _ellipsoid_bm((0.76, s * 0.135, bz + 0.315), (0.02, 0.04, 0.04), segs=8, rings=4), dark)
-    _eyes(ctx, black, (0.93, 0, bz + 0.22), 0.022, 0.1)
+        _add(ctx, _ellipsoid_bm((0.73, s * 0.14, bz + 0.38), (0.05, 0.075, 0.075), rot=(s * 0.3, 0, 0), segs=10,
+                                rings=5), fur)
+        _add(ctx, _ellipsoid_bm((0.755, s * 0.14, bz + 0.375), (0.02, 0.045, 0.045), rot=(s * 0.3, 0, 0), segs=8,
+                                rings=4), dark)
+    _eyes(ctx, black, (0.94, 0, bz + 0.27), 0.022, 0.1)
     for hind, lx in ((False, 0.42), (True, -0.55)):
         for s in (1, -1):
             step = 0.07 * s * (1 if hind else -1)
@@ -703,7 +699,9 @@ def bird(ctx):
     black = ctx.material("eye", (0.02, 0.02, 0.02))
     leg_m = ctx.material("legs", (0.55, 0.4, 0.25))
     body = _ellipsoid_bm((0.0, 0, 0.125), (0.085, 0.052, 0.058), rot=(0, -0.45, 0), segs=16, rings=8)
-    _paint(body, lambda c: 1 if c.z < 0.1 and c.x > -0.04 else None)
+    for f in body.faces:
+        if f.normal.z < -0.2 and f.normal.x > -0.3:
+            f.material_index = 1
     _add(ctx, body, body_m, belly)
     _add(ctx, _ellipsoid_bm((0.068, 0, 0.19), (0.042, 0.038, 0.04), segs=14, rings=7), body_m)
     _add(ctx, _cone_bm((0.122, 0, 0.186), 0.013, 0.0, 0.04, rot=(0, math.pi / 2 + 0.15, 0), segs=8), beak)
@@ -733,7 +731,7 @@ def person(ctx):
     for s in (1, -1):
         x = s * 0.1
         _add(ctx, _ellipsoid_bm((x, -0.04, 0.045), (0.055, 0.13, 0.05), segs=12, rings=6), shoe)
-        leg = _tube_bm([(x, 0, 0.96), (x * 1.0, 0.0, 0.5), (x, 0.0, 0.07)], [(0.08, 0.085), (0.06, 0.065), (0.05, 0.055)],
+        leg = _tube_bm([(x, 0, 0.96), (x * 1.0, 0.0, 0.5), (x, 0.0, 0.07)], [(0.085, 0.09), (0.065, 0.07), (0.052, 0.057)],
                        segs=14, per_span=3, ref=(0, -1, 0))
         _add(ctx, leg, jeans)
     _add(ctx, _ellipsoid_bm((0, 0, 0.95), (0.175, 0.11, 0.1), segs=16, rings=8), jeans)
@@ -745,17 +743,17 @@ def person(ctx):
     head = Vector((0, 0.0, 1.645))
     _add(ctx, _ellipsoid_bm(head, (0.08, 0.095, 0.11), segs=16, rings=8), skin)
     hb = _ellipsoid_bm(head + Vector((0, 0.012, 0.018)), (0.087, 0.1, 0.107), segs=16, rings=8)
-    gone = [f for f in hb.faces if f.calc_center_median().z < head.z + 0.03 and f.calc_center_median().y < -0.03]
-    bmesh.ops.delete(hb, geom=gone, context="FACES")
-    _add(ctx, hb, hair)
+    # the hair shell stays closed: its face-side faces take the skin colour
+    _paint(hb, lambda c: 1 if c.z < head.z + 0.03 and c.y < -0.03 else None)
+    _add(ctx, hb, hair, skin)
     for s in (1, -1):
         _add(ctx, _ellipsoid_bm((s * 0.03, -0.088, head.z + 0.01), (0.011, 0.008, 0.008), segs=8, rings=4), dark)
-        sx = s * 0.215
-        sleeve = _tube_bm([(sx, 0, 1.43), (s * 0.235, 0, 1.3), (s * 0.24, 0, 1.22)], [0.058, 0.055, 0.05], segs=12,
+        sx = s * 0.205
+        sleeve = _tube_bm([(sx, 0, 1.43), (s * 0.222, 0, 1.3), (s * 0.228, 0, 1.22)], [0.058, 0.055, 0.05], segs=12,
                           per_span=2)
         _add(ctx, sleeve, shirt)
-        arm = _tube_bm([(s * 0.238, 0, 1.25), (s * 0.245, -0.01, 1.08), (s * 0.25, -0.02, 0.88)], [0.042, 0.037, 0.032],
+        arm = _tube_bm([(s * 0.226, 0, 1.25), (s * 0.232, -0.01, 1.08), (s * 0.236, -0.02, 0.88)], [0.042, 0.037, 0.032],
                        segs=10, per_span=2)
         _add(ctx, arm, skin)
-        _add(ctx, _ellipsoid_bm((s * 0.25, -0.02, 0.83), (0.028, 0.04, 0.055), segs=10, rings=5), skin)
+        _add(ctx, _ellipsoid_bm((s * 0.236, -0.02, 0.83), (0.028, 0.04, 0.055), segs=10, rings=5), skin)
     return ctx.finish()

@@ -356,7 +356,8 @@ def clock(ctx):
     _boxes(ctx, nums, ink)
     # hands at 10:10: hour points to ~10, minute to 2
     def hand(length, width, angle, mat, y, tail=0.02):
-        pts = [(-width / 2, -tail), (width / 2, -tail), (width / 2, length * 0.8), (0, length), (-width / 2, length * 0.8)]
+        pts = [(-width / 2, -tail), (width / 2, -tail), (width / 2, length * 0.8), (0, length),
+               (-width / 2, length * 0.8)]
         ob = ctx.prism(pts, 0.002, location=(0, y, zc), mat=mat, rotation=(PI / 2, -angle, 0))
         return ob
 
@@ -598,7 +599,8 @@ def mouse(ctx):
         return W * max(0.02, math.sin(PI * (0.04 + 0.92 * t))) ** 0.45 * (0.9 + 0.1 * t)
 
     def height(t):
-        return H * max(0.05, math.sin(PI * (0.03 + 0.94 * t)) ** 0.55) * (0.55 + 0.45 * math.sin(PI * min(1, t * 0.9 + 0.1)) ** 0.5)
+        rise = 0.55 + 0.45 * math.sin(PI * min(1, t * 0.9 + 0.1)) ** 0.5
+        return H * max(0.05, math.sin(PI * (0.03 + 0.94 * t)) ** 0.55) * rise
 
     rings = []
     stations = [0.0, 0.03, 0.08, 0.16, 0.26, 0.38, 0.5, 0.62, 0.74, 0.84, 0.92, 0.97, 1.0]
@@ -758,7 +760,8 @@ def shoe(ctx):
     yc = -L / 2 + L * tc
     op = ctx.sphere(1.0, (0, yc, ztop(tc) - 0.004), lining, scale=(rx, ry, 0.009), segments=20, rings=8)
     op.rotation_euler = (math.radians(-4), 0, 0)
-    ctx.torus(1.0, 0.12, (0, yc, ztop(tc) - 0.003), upper, segments=28, ring_segments=8).scale = (rx + 0.002, ry + 0.002, 0.06)
+    collar = ctx.torus(1.0, 0.12, (0, yc, ztop(tc) - 0.003), upper, segments=28, ring_segments=8)
+    collar.scale = (rx + 0.002, ry + 0.002, 0.06)
     # tongue and laces across the instep
     t0, t1 = 0.34, 0.66
     tongue = [(0, -L / 2 + L * t, ztop(t) + 0.002) for t in [t0 + (t1 - t0) * i / 8 for i in range(9)]]
@@ -922,6 +925,7 @@ def umbrella(ctx):
     cloth = ctx.material("canopy", (0.82, 0.12, 0.12), primary=True)
     cloth2 = ctx.material("canopy2", (0.96, 0.96, 0.94))
     dark = ctx.material("ribs", (0.08, 0.08, 0.09), look="metal")
+    seam = ctx.material("seams", (0.25, 0.25, 0.27))
     wood = ctx.material("handle", (0.4, 0.22, 0.1), look="glossy")
     R, ztop, dome = 0.5, 0.88, 0.3
     ribs = 8
@@ -957,7 +961,10 @@ def umbrella(ctx):
         _mesh(ctx, verts, faces, cloth if k % 2 == 0 else cloth2, smooth=True)
         # rib tip
         a = a0
-        ctx.sphere(0.009, (R * math.cos(a), R * math.sin(a), surf(R) - 0.002), dark, segments=8, rings=4)
+        ctx.sphere(0.011, (R * math.cos(a), R * math.sin(a), surf(R) - 0.002), dark, segments=8, rings=4)
+        # seam over the rib (keeps the gores visible whatever the colour)
+        _tube(ctx, [(R * u * math.cos(a), R * u * math.sin(a), surf(R * u) + 0.002) for u in
+                    [0.04 + 0.96 * i / 8 for i in range(9)]], 0.0045, seam, segments=4)
         # rib under the canopy
         _tube(ctx, [(R * u * math.cos(a), R * u * math.sin(a), surf(R * u) - 0.008) for u in
                     [i / 6 for i in range(7)]], 0.0035, dark, segments=4)

@@ -754,7 +754,7 @@ def door(ctx):
     brass = ctx.material("handle", (0.85, 0.68, 0.25), look="metal")
     for sx in (-1, 1):
         box(ctx, (0.06, 0.08, 2.05), (sx * 0.42, 0, 1.025), frame)
-    box(ctx, (0.9, 0.08, 0.06), (0, 0, 2.02), frame)
+    box(ctx, (0.78, 0.08, 0.06), (0, 0, 2.02), frame)
     box(ctx, (0.78, 0.045, 1.99), (0, 0, 0.995), leaf)
     for sx in (-1, 1):
         for z0, z1 in ((0.12, 0.9), (1.05, 1.85)):
@@ -777,9 +777,9 @@ def window(ctx):
     for sx in (-1, 1):
         box(ctx, (t, t, 1.4), (sx * (0.6 - t / 2), 0.0, 0.7), frame, bevel=0.01)
     for z in (t / 2, 1.4 - t / 2):
-        box(ctx, (1.2, t, t), (0, 0.0, z), frame, bevel=0.01)
+        box(ctx, (1.2 - 2 * t, t * 0.9, t), (0, 0.0, z), frame, bevel=0.01)
     box(ctx, (0.05, 0.06, 1.25), (0, 0.0, 0.7), frame)             # mullion
-    box(ctx, (1.05, 0.06, 0.05), (0, 0.0, 0.78), frame)            # transom
+    box(ctx, (1.05, 0.054, 0.05), (0, 0.0, 0.78), frame)           # transom
     box(ctx, (1.2, 0.12, 0.04), (0, -0.02, 0.02), frame, bevel=0.008)  # sill
     # reflections on the panes
     for cx, cz in ((-0.3, 1.1), (0.28, 0.4)):

@@ -219,8 +219,9 @@ def _lathe(ctx, profile, mat, segments: int = 48, location=(0.0, 0.0, 0.0), scal
     return _add_bm(ctx, bm, "lathe", mat)
 
 
-def _tube(ctx, path, radius, mat, sides: int = 12, caps: bool = True):
-    """Sweep a circle along a 3-D polyline; `radius` is a number or one per path point."""
+def _tube(ctx, path, radius, mat, sides: int = 12, caps: bool = True, closed: bool = False):
+    """Sweep a circle along a 3-D polyline; `radius` is a number or one per path point.
+    closed: the path is a loop (last point joins the first), giving a ring."""
     from mathutils import Vector
 
     pts = [Vector(p) for p in path]
@@ -229,7 +230,10 @@ def _tube(ctx, path, radius, mat, sides: int = 12, caps: bool = True):
     rings = []
     normal = None
     for i, p in enumerate(pts):
-        t = (pts[min(i + 1, len(pts) - 1)] - pts[max(i - 1, 0)]).normalized()
+        if closed:
+            t = (pts[(i + 1) % len(pts)] - pts[i - 1]).normalized()
+        else:
+            t = (pts[min(i + 1, len(pts) - 1)] - pts[max(i - 1, 0)]).normalized()
         if normal is None:
             ref = Vector((0, 0, 1)) if abs(t.z) < 0.9 else Vector((1, 0, 0))
             normal = (ref - t * ref.dot(t)).normalized()
@@ -241,11 +245,11 @@ def _tube(ctx, path, radius, mat, sides: int = 12, caps: bool = True):
             a = TAU * k / sides
             ring.append(bm.verts.new(p + radii[i] * (math.cos(a) * normal + math.sin(a) * binormal)))
         rings.append(ring)
-    for a, b in zip(rings, rings[1:]):
+    for a, b in zip(rings, rings[1:] + (rings[:1] if closed else [])):
         for k in range(sides):
             j = (k + 1) % sides
             bm.faces.new((a[k], a[j], b[j], b[k]))
-    if caps:
+    if caps and not closed:
         bm.faces.new(list(reversed(rings[0])))
         bm.faces.new(rings[-1])
     return _add_bm(ctx, bm, "tube", mat)
@@ -307,8 +311,8 @@ def cone(ctx):
 
 @builder("simco.pyramid")
 def pyramid(ctx):
-    # a square pyramid, base edges along x and y
-    ctx.cone(0.5 * math.sqrt(2), 0.8, (0, 0, 0.4), _body(ctx), rotation=(0, 0, math.pi / 4), segments=4)
+    # a square pyramid turned corner-on to the camera, so two differently lit faces show
+    ctx.cone(0.5, 0.8, (0, 0, 0.4), _body(ctx), segments=4)
     return _done(ctx, 0)
 
 
@@ -565,7 +569,7 @@ def pot(ctx):
 def cap(ctx):
     """A baseball cap: a six-panel dome with a button, and a curved bill facing -y."""
     body = _body(ctx)
-    Rx, Ry, Hc, cy = 0.375, 0.37, 0.41, 0.12
+    Rx, Ry, Hc, cy = 0.375, 0.35, 0.4, 0.14
     n = 14
 
     def dome(ph):  # (radius, height) on the crown profile
@@ -583,9 +587,15 @@ def cap(ctx):
             rr += 0.004
             path.append((rr * math.cos(a), cy + rr * math.sin(a) * Ry / Rx, z + 0.004))
         _tube(ctx, path, 0.008, body, sides=6)
-    # bill: a sheet out of the front of the crown, curved down at the sides and tip
-    rows, cols = 8, 21
-    span = math.radians(62)
+    # sweatband edge round the bottom of the crown
+    band = []
+    for k in range(48):
+        a = TAU * k / 48
+        band.append((Rx * math.cos(a), cy + Ry * math.sin(a), 0.012))
+    _tube(ctx, band, 0.014, body, sides=8, closed=True)
+    # bill: a sheet out of the front of the crown, curved down at the sides
+    rows, cols = 8, 25
+    span = math.radians(64)
     grid = []
     for i in range(rows):
         v = i / (rows - 1)
@@ -593,12 +603,12 @@ def cap(ctx):
         for j in range(cols):
             u = -1 + 2 * j / (cols - 1)
             ph = u * span
-            ix, iy = 0.96 * Rx * math.sin(ph), cy - 0.96 * Ry * math.cos(ph)
-            length = 0.40 * math.sqrt(max(1 - (ph / (span * 1.02)) ** 2, 0.0)) + 0.015
-            x = ix * (1 - 0.15 * v)
+            ix, iy = 0.95 * Rx * math.sin(ph), cy - 0.95 * Ry * math.cos(ph)
+            length = 0.36 * math.sqrt(max(1 - (ph / (span * 1.01)) ** 2, 0.0)) + 0.01
+            x = ix * (1 - 0.12 * v)
             y = iy - length * v
-            z = 0.075 - 0.07 * u * u * (0.3 + v) - 0.02 * v
+            z = 0.1 - 0.09 * u * u - 0.03 * v
             row.append((x, y, z))
         grid.append(row)
-    _slab(ctx, grid, 0.022, body)
+    _slab(ctx, grid, 0.03, body)
     return _done(ctx, 40)
