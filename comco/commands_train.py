@@ -37,7 +37,7 @@ Warmup = Annotated[Optional[int], typer.Option(help="Linear warm-up steps before
 LabelSmoothing = Annotated[Optional[float], typer.Option("--label-smoothing", help="Label smoothing of the contrastive loss.")]
 Precision = Annotated[str, typer.Option(help="auto (bf16 on GPUs that have it), fp32, bf16 or fp16.")]
 Device = Annotated[str, typer.Option(help="auto, cpu or cuda.")]
-Workers = Annotated[Optional[int], typer.Option(help="Data-loading processes.")]
+Workers = Annotated[Optional[int], typer.Option(help="Data-loading processes (scratch: -1 = 2 on a GPU, 0 on CPUs).")]
 CheckpointEvery = Annotated[Optional[int], typer.Option("--checkpoint-every", help="Save checkpoint.pt every N steps.")]
 StopAfter = Annotated[Optional[int], typer.Option("--stop-after", help="Pause after N steps of this run (resume later).")]
 Resume = Annotated[Optional[Path], typer.Option("--resume", help="Continue from a checkpoint.pt of the same configuration.")]

@@ -33,13 +33,14 @@ MAX_OBJECTS = len(SLOTS)
 # planned fractions depend on it; the renderer measures the real ones).
 FILL = 0.7
 MAX_HEIGHT = 0.6  # of the camera's height above the ground
+REF_FRACTION = 0.01  # the fraction at which fits are solved exactly and cached
 MAX_SPAN = 0.6  # the most of the image width or height one object may span
 SLOT_JITTER = 0.035  # of the image side
 MARGIN = 0.015  # keep this share of the image side free at the borders
 # Boxes may overlap by this share of the smaller one: a box is looser than the object
 # inside it, and the renderer measures real occlusion (visible fraction) anyway.
 BOX_OVERLAP = 0.3
-PLACEMENT_TRIES = 40
+PLACEMENT_TRIES = 15
 SCENE_RETRIES = 30
 OBJECT_RETRIES = 10  # placements tried with the same objects before drawing new ones
 
@@ -137,6 +138,7 @@ class Planner:
         self.book = cap.load_templates(cfg.templates)
         self.templates = self.book.select(list(cfg.captions), cfg.colors)
         self.pixels = cfg.resolution[0] * cfg.resolution[1]
+        self._unit_scales: dict[tuple[str, str, int], float] = {}
         # The projected box of a unit-scale object at each slot: area scales with scale^2.
         self._slot_ground = {s: self.camera.ground_point(u * cfg.resolution[0], v * cfg.resolution[1])
                              for s, (u, v) in SLOT_UV.items()}
@@ -223,7 +225,12 @@ class Planner:
             return [levels[order[i]] for i in range(n)]
         # realistic: areas follow real-world longest sides; the biggest gets large_fraction.
         biggest = max(o.longest_m for o in chosen)
-        return [cfg.large_fraction * (o.longest_m / biggest) ** 2 for o in chosen]
+        fr = [cfg.large_fraction * (o.longest_m / biggest) ** 2 for o in chosen]
+        # Objects of similar real size would each get the large share; keep the total to
+        # what one-large scenes cover, so five of them still fit.
+        total = cfg.large_fraction + (n - 1) * cfg.small_fraction[1]
+        k = min(1.0, total / sum(fr))
+        return [f * k for f in fr]
 
     def _slots(self, rng: np.random.Generator, ranks: list[int], large_slot: str) -> list[str]:
         rest = [s for s in SLOTS if s != large_slot]
@@ -254,10 +261,12 @@ class Planner:
     def _place(self, rng, chosen, fractions, slots, ranks, colors, materials) -> list[dict]:
         w, h = self.cfg.resolution
         margin = MARGIN * max(w, h)
-        yaws = [math.radians(float(rng.uniform(-o.yaw_range, o.yaw_range))) for o in chosen]
+        # Whole degrees of yaw: finer turns change nothing a person or a model would see, and
+        # they let the fit of (object, slot, yaw) be solved once and reused.
+        yaw_degs = [int(rng.integers(-int(o.yaw_range), int(o.yaw_range) + 1)) for o in chosen]
+        yaws = [math.radians(d) for d in yaw_degs]
         # Fit each object once at its slot centre; jitter then moves the fitted box.
-        fits = [self._fit(o, frac, SLOT_UV[slot][0] * w, SLOT_UV[slot][1] * h, yaw)
-                for o, frac, slot, yaw in zip(chosen, fractions, slots, yaws)]
+        fits = [self._fit_at_slot(o, frac, slot, deg) for o, frac, slot, deg in zip(chosen, fractions, slots, yaw_degs)]
         if self.cfg.layout != "equal" and _ranks([f[4] for f in fits]) != ranks:
             raise PlanFailure("an object shrunk to fit the frame and lost its size rank")
         if self.cfg.layout == "one-large":
@@ -287,15 +296,60 @@ class Planner:
                 return objects
         raise PlanFailure(f"{len(chosen)} objects did not fit after {PLACEMENT_TRIES} placements")
 
-    def _fit(self, o: ObjectSpec, fraction: float, u: float, v: float, yaw: float, strict: bool = True):
+    def _fit_at_slot(self, o: ObjectSpec, fraction: float, slot: str, yaw_deg: int):
+        """`_fit` at a slot centre, with the scale solved once per (object, slot, yaw).
+
+        The silhouette area grows as scale squared up to perspective, so the scale
+        solved exactly at REF_FRACTION is rescaled by sqrt(fraction / REF_FRACTION);
+        the foot and the box are then projected exactly, so every check stays exact.
+        """
+        w, h = self.cfg.resolution
+        u, v = SLOT_UV[slot][0] * w, SLOT_UV[slot][1] * h
+        key = (o.name, slot, yaw_deg)
+        yaw = math.radians(yaw_deg)
+        scale0 = self._unit_scales.get(key)
+        if scale0 is None:
+            scale0 = self._unit_scales[key] = self._fit(o, REF_FRACTION, u, v, yaw, limits=False)[1]
+        scale = scale0 * math.sqrt(fraction / REF_FRACTION)
+        cap = MAX_HEIGHT * self.camera.location[2] * o.longest_m / o.dimensions_m[2]
+        if scale > cap:
+            raise PlanFailure(f"{o.name} would need to be {scale:.1f} units tall to cover {fraction:.3f} of the image")
+        return self._place_foot(o, scale, u, v, yaw, fraction, True)
+
+    def _place_foot(self, o: ObjectSpec, scale: float, u: float, v: float, yaw: float, fraction: float,
+                    limits: bool):
+        """Shrink a too-wide object, then move its foot so the box centre sits at (u, v)."""
+        w, h = self.cfg.resolution
+        loc = self.camera.ground_point(u, v)
+        box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
+        span = max((box[2] - box[0]) / w, (box[3] - box[1]) / h)
+        shrink = min(1.0, MAX_SPAN / span) if limits else 1.0  # flat, thin objects: cover less, not cross the image
+        if shrink < 1.0:
+            scale *= shrink
+            box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
+        dims = o.normalized_dimensions(scale)
+        foot_u, foot_v = u, min(v + v - (box[1] + box[3]) / 2, h * 0.999)
+        edge = 2.5 * MARGIN * max(w, h)
+        for _ in range(3):
+            loc = self.camera.ground_point(foot_u, foot_v)
+            box = self.camera.box_bounds(loc, dims, yaw)
+            # A big object near a corner slot moves inward until it is inside the frame.
+            du = max(0.0, edge - box[0]) - max(0.0, box[2] - (w - edge))
+            dv = max(0.0, edge - box[1]) - max(0.0, box[3] - (h - edge))
+            if abs(du) < 0.5 and abs(dv) < 0.5:
+                break
+            foot_u, foot_v = foot_u + du, min(foot_v + dv, h * 0.999)
+        return loc, scale, box, (foot_u, foot_v), fraction * shrink * shrink
+
+    def _fit(self, o: ObjectSpec, fraction: float, u: float, v: float, yaw: float, strict: bool = True,
+             limits: bool = True):
         """Scale and ground point that put the object's box centre at (u, v) with the planned area.
 
         Returns (location, scale, image box, foot pixel, fraction); the foot pixel is where
         the ground point projects, so a jittered copy can be re-projected cheaply, and the
         fraction is less than asked when the object had to shrink to span at most
-        MAX_SPAN of the image. The box
-        grows about as scale squared, so one unit-scale projection gives the scale;
-        a second moves the foot; the last projection is exact.
+        MAX_SPAN of the image. The scale is solved on the box's silhouette (its convex
+        hull), re-projected three times for perspective.
         """
         loc = self.camera.ground_point(u, v)
         target = fraction * self.pixels / FILL
@@ -304,6 +358,8 @@ class Planner:
         for _ in range(3):  # area ~ scale^2, corrected for perspective by re-projecting
             us, vs = self.camera.box_corners(loc, o.normalized_dimensions(scale), yaw)
             scale *= math.sqrt(target / max(hull_area(us, vs), 1e-9))
+            if not limits:
+                continue
             if scale > cap and not strict:
                 scale = cap
                 break
@@ -311,16 +367,7 @@ class Planner:
                 # Taller than this, the top comes so close to the camera that perspective explodes.
                 raise PlanFailure(f"{o.name} would need to be {scale:.1f} units tall to cover "
                                   f"{fraction:.3f} of the image")
-        box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
-        w, h = self.cfg.resolution
-        span = max((box[2] - box[0]) / w, (box[3] - box[1]) / h)
-        shrink = min(1.0, MAX_SPAN / span)  # flat or thin objects: cover less, rather than cross the image
-        scale *= shrink
-        box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
-        foot_v = min(v + v - (box[1] + box[3]) / 2, h * 0.999)
-        loc = self.camera.ground_point(u, foot_v)
-        box = self.camera.box_bounds(loc, o.normalized_dimensions(scale), yaw)
-        return loc, scale, box, (u, foot_v), fraction * shrink * shrink
+        return self._place_foot(o, scale, u, v, yaw, fraction, limits)
 
     # -- singles --------------------------------------------------------------------
     def singles(self) -> list[dict]:

@@ -7,6 +7,7 @@ the embedding batch fail; only then each image is decoded alone to find the culp
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -53,8 +54,12 @@ def without_images(split: NaturalSplit, problems: dict[Path, str]) -> NaturalSpl
     return kept
 
 
-def drop_unreadable_headers(split: NaturalSplit) -> NaturalSplit:
-    problems = {item.image: p for item in split.items if (p := header_problem(item.image))}
+def drop_unreadable_headers(split: NaturalSplit, workers: int = 8) -> NaturalSplit:
+    # Threads: opening a file is mostly waiting on the disk (a network disk above all).
+    paths = [item.image for item in split.items]
+    with ThreadPoolExecutor(workers) as pool:
+        found = pool.map(header_problem, paths)
+        problems = {path: problem for path, problem in zip(paths, found) if problem}
     return without_images(split, problems)
 
 

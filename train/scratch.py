@@ -25,7 +25,7 @@ from comco.train.task import decay_groups
 SCRATCH_NAME = "comco-scratch"
 # Defaults for a from-scratch run (the fine-tuning defaults of TrainConfig are the paper's).
 DEFAULTS = {"lr": 5e-4, "weight_decay": 0.1, "warmup": 50, "batch_size": 64, "epochs": 10.0,
-            "label_smoothing": 0.0, "workers": 0, "checkpoint_every": 200}
+            "label_smoothing": 0.0, "workers": -1, "checkpoint_every": 200}
 SIZE = {"resolution": 64, "patch_size": 8, "vision_width": 128, "vision_layers": 4,
         "text_width": 128, "text_layers": 4, "embed_dim": 128, "context_length": 32}
 _SALT_CAPTION = 0xCA9
@@ -68,7 +68,7 @@ class ScratchTask:
         self.tokenizer = open_clip.SimpleTokenizer(context_length=size["context_length"])
         cache = Path(cache_dir) if cache_dir else Path(cfg.out) / "cache"
         self.images = CachedImages.build([s.image for s in self.samples], size["resolution"], cache,
-                                         threads=max(2, cfg.workers))
+                                         threads=max(2, cfg.workers))  # decoding threads
 
     def num_samples(self) -> int:
         return len(self.samples)
@@ -83,7 +83,16 @@ class ScratchTask:
         return {"text": self.tokenizer(captions)}
 
     def batches(self, plan: Iterable[tuple[int, list[int]]]):
-        return iterate(MicroBatches(self.images, self.texts), plan, self.cfg.workers)
+        return iterate(MicroBatches(self.images, self.texts), plan, self.workers())
+
+    def workers(self) -> int:
+        """-1 = auto: on a GPU, prepare batches ahead in 2 processes (the GPU step is short
+        enough that in-process tokenising shows); on CPUs, in-process (cores are busy)."""
+        if self.cfg.workers >= 0:
+            return self.cfg.workers
+        from comco.train.loop import resolve_device
+
+        return 2 if resolve_device(self.cfg.device).startswith("cuda") else 0
 
     def loss(self, module, batch):
         image, text, scale = clip_features(module, batch.tensors["image"], batch.tensors["text"])
