@@ -61,7 +61,14 @@ def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int
         if workers > 1 and cfg.n >= PARALLEL_FROM:
             ctx = mp.get_context("fork")
             with ctx.Pool(workers, initializer=_init_worker, initargs=(cfg,)) as pool:
-                for (start, stop), (text, r) in zip(chunks, pool.imap(_plan_chunk, chunks)):
+                # A bounded window of chunks in flight keeps memory flat whatever n is
+                # (Pool.imap would queue every chunk's result if the writer fell behind).
+                window = 2 * workers
+                pending = [pool.apply_async(_plan_chunk, (c,)) for c in chunks[:window]]
+                for k, (start, stop) in enumerate(chunks):
+                    text, r = pending.pop(0).get()
+                    if k + window < len(chunks):
+                        pending.append(pool.apply_async(_plan_chunk, (chunks[k + window],)))
                     f.write(text)
                     retries.update(r)
                     bar.advance(stop - start)
