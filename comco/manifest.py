@@ -19,8 +19,11 @@ from pathlib import Path, PurePosixPath
 
 from comco.errors import UserError
 
+import comco.assets
+
 MANIFEST_NAME = "objects.toml"
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+# The built-in sets ship as the package comco.assets (assets/ in the source tree).
+ASSETS_DIR = Path(comco.assets.__file__).resolve().parent
 MESH_SUFFIXES = (".glb", ".gltf", ".obj", ".fbx", ".stl", ".ply", ".blend")
 
 # Size classes by longest real-world side, in metres: small < backpack <= medium

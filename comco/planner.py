@@ -194,7 +194,11 @@ class Planner:
         colors, materials = self._looks(rng, chosen)
         objects = self._place(rng, chosen, fractions, slots, ranks, colors, materials)
         xs = [self.camera.project(tuple(o["location"]))[0] for o in objects]
-        orders = mention_orders(rng, ranks, xs, policy=cfg.order_policy, k=cfg.orders, order_bias=cfg.order_bias)
+        # Mention orders draw from a stream of their own: the order policy (the lab's
+        # --order-bias variable) changes only orders and captions, never the image.
+        order_rng = generator(image_seed(cfg.seed, index, retry, stream=2))
+        orders = mention_orders(order_rng, ranks, xs, policy=cfg.order_policy, k=cfg.orders,
+                                order_bias=cfg.order_bias)
         variants = [int(v) for v in rng.integers(0, 1 << 16, size=n)]
         record = {
             "id": f"{index:06d}", "index": index, "seed": seed, "retry": retry,
