@@ -130,6 +130,7 @@ def render(
     workers: Annotated[int, typer.Option(help="Render processes (one bpy each).")] = 1,
     max_per_worker: Annotated[int, typer.Option("--max-per-worker", help="Restart a worker after this many images.")] = 300,
     masks: Annotated[bool, typer.Option("--masks", help="Write an index mask PNG per image (0 = background, i+1 = objects[i]).")] = False,
+    coco: Annotated[bool, typer.Option("--coco", help="Write COCO annotations (boxes, RLE masks, categories) to annotations.json; implies masks.")] = False,
     min_pixels: Annotated[int, typer.Option("--min-pixels", help="Least visible pixels per object.")] = 10,
     min_visible: Annotated[float, typer.Option("--min-visible", help="Least visible fraction per object.")] = 0.9,
     max_retries: Annotated[int, typer.Option("--max-retries", help="Re-plans of a scene whose render fails a check.")] = 5,
@@ -143,7 +144,8 @@ def render(
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
                       order_bias, large_fraction, small_fraction, captions, templates)
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
-                         max_per_worker=max_per_worker, masks=masks, singles=singles, min_pixels=min_pixels,
+                         max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
+                         min_pixels=min_pixels,
                          min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads)
     s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
     per = s["seconds"] / max(1, s["rendered"])

@@ -9,6 +9,7 @@ dataset's `scenes.jsonl` in index order.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 import multiprocessing as mp
@@ -30,6 +31,11 @@ from comco.progress import progress
 from comco.render_checks import check_rendered
 
 JOURNAL = "journal.jsonl"
+COCO = "annotations.json"
+
+
+class DiskFull(Exception):
+    """A worker could not write an image: no space left on the device."""
 PRESETS = ("draft", "cycles", "high", "eevee")
 DEVICES = ("cpu", "cuda", "optix")
 
@@ -54,7 +60,7 @@ class RenderOptions:
         """What changes the images (and so the dataset's configuration hash)."""
         return {"preset": self.preset, "samples": self.samples, "min_pixels": self.min_pixels,
                 "min_visible": self.min_visible, "max_retries": self.max_retries, "singles": self.singles,
-                "masks": self.masks, "shard": list(self.shard)}
+                "masks": self.masks, "coco": self.coco, "shard": list(self.shard)}
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -219,6 +225,8 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
         for d in ("images", "singles", "masks"):
             shutil.rmtree(out / d, ignore_errors=True)
     check_writable(out)
+    for leftover in out.glob("*/.*.tmp.png"):  # images cut by a kill: never part of the dataset
+        leftover.unlink()
     write_json(out / INFO, {**info, "rendered": False})
     done = _read_journal(out) if resume else {}
     if not resume:
@@ -230,7 +238,7 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
     jobs += [("single", s) for s in singles if f"single:{s['id']}" not in done]
     total = len(jobs) + len(done)
     t0 = time.perf_counter()
-    stats = {"rendered": 0, "failed": 0, "retries": 0, "crashes": 0}
+    stats = {"rendered": 0, "failed": 0, "retries": 0, "crashes": 0, "rss_mb": {}}
     worker_cfg = {"object_set": cfg.object_set, "preset": opts.preset, "resolution": list(cfg.resolution),
                   "device": opts.device, "samples": opts.samples, "threads": opts.threads, "out": str(out),
                   "max_per_worker": opts.max_per_worker}
@@ -247,15 +255,28 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
                         break
                     pool.send(w, queue.pop())
                 for job, msg in pool.events():
+                    if msg["kind"] == "disk_full":
+                        raise DiskFull(msg["reason"])
+                    if msg["kind"] == "done" and msg.get("served") in (1, 100, 1000, 10000):
+                        stats["rss_mb"][msg["served"]] = round(msg["rss_mb"], 1)
                     entry = _settle(planner, opts, job, msg, crashed_once, queue, stats)
                     if entry is not None:
                         journal.write(dumps(entry) + "\n")
                         journal.flush()
                         bar.advance()
+    except (DiskFull, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno != errno.ENOSPC:
+            raise
+        if pool:
+            pool.close()
+            pool = None
+        done_now = len(_read_journal(out))
+        raise UserError(f"disk full after {done_now} complete images (all kept); free space under {out} "
+                        f"and rerun with --resume") from None
     finally:
         if pool:
             pool.close()
-    summary = finalize(out, info, planner)
+    summary = finalize(out, info, planner, coco=opts.coco)
     summary.update(stats, seconds=time.perf_counter() - t0, images=summary["rendered_total"])
     return summary
 
@@ -269,8 +290,8 @@ def _rehash(info: dict) -> dict:
 def _job(planner: Planner, kind: str, item, opts: RenderOptions, record: dict | None = None) -> dict:
     if kind == "scene":
         rec = record or planner.plan(item)
-        return {"kind": "scene", "key": f"scene:{rec['index']}", "record": rec, "mask": opts.masks}
-    return {"kind": "single", "key": f"single:{item['id']}", "record": item, "mask": opts.masks}
+        return {"kind": "scene", "key": f"scene:{rec['index']}", "record": rec, "mask": opts.masks or opts.coco}
+    return {"kind": "single", "key": f"single:{item['id']}", "record": item, "mask": opts.masks or opts.coco}
 
 
 def _settle(planner, opts, job, msg, crashed_once, queue, stats) -> dict | None:
@@ -303,7 +324,7 @@ def _settle(planner, opts, job, msg, crashed_once, queue, stats) -> dict | None:
     return {"key": job["key"], "status": "failed", "record": rec, "reason": reason}
 
 
-def finalize(out: Path, info: dict, planner: Planner) -> dict:
+def finalize(out: Path, info: dict, planner: Planner, coco: bool = False) -> dict:
     """Journal -> scenes.jsonl (index order), singles, failures, metadata, dataset.json."""
     entries = _read_journal(out)
     scenes = sorted((e["record"] for e in entries.values() if e["status"] == "ok" and e["key"].startswith("scene:")),
@@ -320,6 +341,10 @@ def finalize(out: Path, info: dict, planner: Planner) -> dict:
     else:
         (out / FAILURES).unlink(missing_ok=True)
     write_jsonl(out / METADATA, metadata_rows(scenes))
+    if coco:
+        from comco.coco import coco_annotations
+
+        write_json(out / COCO, coco_annotations(out, scenes, planner.set.names))
     info = dict(info)
     info["rendered"] = True
     info["counts"] = {**info["counts"], "rendered": len(scenes), "singles": len(singles), "failed": len(failures),

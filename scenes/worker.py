@@ -8,21 +8,42 @@ record plus measurements, or with the reason it failed.
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
+import shutil
 import traceback
 
 from comco.manifest import load_object_set
 
 
-def _silence_stdout() -> None:
-    """Blender prints a line per render to fd 1; the parent's progress bar owns the terminal."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.close(devnull)
+def _redirect_output(out: str) -> None:
+    """Blender prints a line per render and GL warnings; the parent's progress bar owns the
+    terminal, so a worker's stdout and stderr go to `<out>/.logs/worker-<pid>.log`."""
+    logs = os.path.join(out, ".logs")
+    os.makedirs(logs, exist_ok=True)
+    fd = os.open(os.path.join(logs, f"worker-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _check_written(path: str) -> None:
+    """Blender reports a failed write only in its log; read the PNG back before trusting it."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            img.verify()
+    except (OSError, SyntaxError) as exc:
+        free = shutil.disk_usage(os.path.dirname(path)).free
+        if free < 1 << 20:
+            raise OSError(errno.ENOSPC, f"no space left writing {path}") from None
+        raise RuntimeError(f"Blender wrote an unreadable image {path}: {exc}") from None
 
 
 def serve(conn, cfg: dict) -> None:
-    _silence_stdout()
+    _redirect_output(cfg["out"])
     import bpy  # noqa: F401  (first import of bpy happens here, in the worker process)
 
     from comco.scenes.instancer import Instancer, ObjectBuildError
@@ -51,8 +72,10 @@ def serve(conn, cfg: dict) -> None:
             live = [inst.add(o, i) for i, o in enumerate(record["objects"])]
             final = os.path.join(root, record["image"])
             os.makedirs(os.path.dirname(final), exist_ok=True)
-            tmp = os.path.join(work, "image.png")
+            # Beside the final file, so the rename is atomic (a rename across file systems is not).
+            tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp.png")
             render_to(scene, tmp)
+            _check_written(tmp)
             measured, labels = measure(id_scene, live, work)
             for o, m in zip(record["objects"], measured):
                 o["measured"] = m
@@ -61,7 +84,13 @@ def serve(conn, cfg: dict) -> None:
                 os.makedirs(os.path.dirname(mask), exist_ok=True)
                 save_mask(labels, mask)
             os.replace(tmp, final)
-            conn.send({"kind": "done", "record": record})
+            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            conn.send({"kind": "done", "record": record, "rss_mb": rss_mb, "served": done + 1})
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                conn.send({"kind": "error", "record": record, "reason": traceback.format_exc(limit=4)})
+            else:
+                conn.send({"kind": "disk_full", "record": record, "reason": str(exc)})
         except ObjectBuildError as exc:
             conn.send({"kind": "failed", "record": record, "reason": f"broken object: {exc}"})
         except Exception:

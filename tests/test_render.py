@@ -166,3 +166,50 @@ def test_bad_render_input(tmp_path, args, message):
         pytest.skip("a GPU is present")
     r = render(tmp_path / "x", "--n", "1", *args, check=False)
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_coco_annotations_match_masks(tmp_path):
+    from comco.coco import rle_decode
+
+    out = tmp_path / "coco"
+    render(out, "--objects", "2-3", "--n", "3", "--coco")
+    ann = json.loads((out / "annotations.json").read_text())
+    assert len(ann["images"]) == 3 and len(ann["categories"]) == 18
+    recs = records(out)
+    assert len(ann["annotations"]) == sum(len(r["objects"]) for r in recs)
+    for a in ann["annotations"]:
+        rec = recs[a["image_id"] - 1]
+        labels = np.asarray(Image.open(out / "masks" / Path(rec["image"]).name))
+        decoded = rle_decode(a["segmentation"])
+        idx = next(i for i, o in enumerate(rec["objects"]) if o["measured"]["pixels"] == a["area"]
+                   and ann["categories"][a["category_id"] - 1]["name"] == o["name"])
+        assert np.array_equal(decoded, labels == idx + 1)
+        ys, xs = np.nonzero(decoded)
+        assert a["bbox"] == [xs.min(), ys.min(), xs.max() - xs.min() + 1, ys.max() - ys.min() + 1]
+
+
+def test_disk_full_stops_cleanly_and_resume_finishes(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        out = mnt / "d"
+        r = render(out, "--objects", "2", "--n", "40", "--resolution", "96", check=False)
+        assert r.returncode == 2, r.stderr[-1500:]
+        assert "disk full" in r.stderr and "--resume" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        lines = (out / "journal.jsonl").read_text().splitlines()
+        journal = []
+        for x in lines:  # the last line may have been cut by the full disk: it does not count
+            try:
+                journal.append(json.loads(x))
+            except json.JSONDecodeError:
+                assert x is lines[-1]
+        assert 0 < len(journal) < 40
+        for e in journal:  # every journaled image is complete and readable
+            Image.open(out / e["record"]["image"]).load()
+        subprocess.run(["mount", "-o", "remount,size=8m", str(mnt)], check=True)
+        render(out, "--objects", "2", "--n", "40", "--resolution", "96", "--resume")
+        assert [r["index"] for r in records(out)] == list(range(40))
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
