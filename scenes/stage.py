@@ -81,7 +81,7 @@ def apply_preset(scene, preset: str, device: str = "cpu", samples: int | None = 
         shading.cavity_type = "WORLD"
         shading.show_specular_highlight = True
         shading.background_type = "WORLD" if hasattr(shading, "background_type") else None
-        scene.display.render_aa = "8"
+        scene.display.render_aa = "FXAA"  # 1 pass instead of 8 on a software GL: ~2x faster, looks alike
         scene.display.light_direction = (0.45, -0.35, 0.82)
         scene.display.shadow_shift = 0.05
         scene.display.shadow_focus = 0.6
