@@ -18,6 +18,7 @@ import bmesh
 from mathutils import Matrix, Vector
 from mathutils.kdtree import KDTree
 
+from comco.scenes.parts import smooth_shading
 from comco.scenes.registry import builder
 
 # ----------------------------------------------------------------------------- helpers
@@ -45,7 +46,10 @@ def _catmull(ctrl: list, n: int) -> list:
 
 
 def _tube_bm(ctrl, radii, segs: int = 16, per_span: int = 4, ref=(0, 0, 1), caps: bool = True):
-    """A smooth tube through control points; radii are r or (r_side, r_up) per point."""
+    """A smooth tube through control points; radii are r or (r_side, r_up) per point.
+
+    Not `Ctx.tube`: this one passes a Catmull-Rom curve through the points, turns its frames by
+    rotation differences from a chosen `ref`, and closes the ends with pointed fans."""
     cpts = [_v(p) for p in ctrl]
     ra = [float(r[0]) if isinstance(r, (tuple, list)) else float(r) for r in radii]
     rb = [float(r[1]) if isinstance(r, (tuple, list)) else float(r) for r in radii]
@@ -87,8 +91,7 @@ def _tube_bm(ctrl, radii, segs: int = 16, per_span: int = 4, ref=(0, 0, 1), caps
                 k = (j + 1) % segs
                 bm.faces.new((ring[j], ring[k], c))
     bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
-    for f in bm.faces:
-        f.smooth = True
+    smooth_shading(bm)
     return bm
 
 
@@ -97,8 +100,7 @@ def _ellipsoid_bm(center, radii, rot=(0, 0, 0), segs: int = 16, rings: int = 8):
     bmesh.ops.create_uvsphere(bm, u_segments=segs, v_segments=rings, radius=1.0)
     m = (Matrix.Translation(_v(center)) @ _euler(rot) @ Matrix.Diagonal((*radii, 1.0)))
     bm.transform(m)
-    for f in bm.faces:
-        f.smooth = True
+    smooth_shading(bm)
     return bm
 
 
@@ -146,14 +148,6 @@ def _paint(bm, fn) -> None:
             f.material_index = i
 
 
-def _add(ctx, bm, *mats):
-    """Link a world-space bmesh as a part with one or more material slots."""
-    ob = ctx._add(bm, "part", mats[0], (0, 0, 0), (0, 0, 0), (1, 1, 1))
-    for m in mats[1:]:
-        ob.data.materials.append(m)
-    return ob
-
-
 def _finish(ctx, lengthwise: bool = True):
     """Turn the +x-facing model so its long side follows the manifest, then join and scale."""
     dims = ctx.spec.dimensions_m
@@ -181,12 +175,12 @@ def _leg(ctx, mats, hip, length, r_top, r_bot, hind: bool, hoof_h: float = 0.0, 
         _paint(bm, lambda c: 1 if c.z < hoof_h else None)
     if paint:
         paint(bm)
-    return _add(ctx, bm, *mats)
+    return ctx.add_bmesh(bm, mats)
 
 
 def _eyes(ctx, mat, center, r, spread):
     for s in (1, -1):
-        _add(ctx, _ellipsoid_bm((center[0], s * spread, center[2]), (r, r, r), segs=8, rings=4), mat)
+        ctx.add_bmesh(_ellipsoid_bm((center[0], s * spread, center[2]), (r, r, r), segs=8, rings=4), mat)
 
 
 # ----------------------------------------------------------------------------- horse family
@@ -242,9 +236,9 @@ def _equine(ctx, coat, dark, hoof, zebra: bool):
     else:
         ndir = None
         _paint(head, lambda c: 1 if (c - p0).dot(hd) > hlen * 0.93 else None)
-    _add(ctx, body, *mats)
-    _add(ctx, neck, *mats)
-    _add(ctx, head, *mats)
+    ctx.add_bmesh(body, mats)
+    ctx.add_bmesh(neck, mats)
+    ctx.add_bmesh(head, mats)
     # mane along the crest of the neck (the zebra's stands up and is striped)
     crest = _crest(npts, nr_up, 0.8)
     crest = [crest[0] + Vector((-0.1, 0, -0.02))] + crest + [crest[-1] + hd * 0.08 + Vector((0, 0, 0.02))]
@@ -252,16 +246,16 @@ def _equine(ctx, coat, dark, hoof, zebra: bool):
         mane = _tube_bm(crest, [(0.02, 0.03), (0.03, 0.08), (0.03, 0.09), (0.03, 0.09), (0.025, 0.08), (0.02, 0.04)],
                         segs=10, per_span=3, ref=(-1, 0, 1))
         _stripes(mane, ndir, 0.12, 0.45)
-        _add(ctx, mane, coat, dark)
+        ctx.add_bmesh(mane, (coat, dark))
     else:
         mane = _tube_bm(crest, [(0.02, 0.02), (0.045, 0.06), (0.05, 0.07), (0.05, 0.07), (0.045, 0.06), (0.03, 0.05)],
                         segs=10, per_span=3, ref=(-1, 0, 1))
-        _add(ctx, mane, dark)
+        ctx.add_bmesh(mane, dark)
     # ears
     for s in (1, -1):
         r, h = (0.035, 0.15) if not zebra else (0.055, 0.2)
         ear = _cone_bm(p0 + Vector((0.0, s * 0.06, 0.05 + h / 2)), r, 0.0, h, rot=(s * -0.25, 0.15, 0), segs=8)
-        _add(ctx, ear, coat if not zebra else dark)
+        ctx.add_bmesh(ear, coat if not zebra else dark)
     _eyes(ctx, ctx.material("eye", (0.02, 0.02, 0.02)), hp[1] + Vector((0.0, 0, 0.02)), 0.025, 0.085)
     # haunches and shoulders: muscle masses where the legs meet the barrel
     for s in (1, -1):
@@ -270,8 +264,8 @@ def _equine(ctx, coat, dark, hoof, zebra: bool):
         if zebra:
             _stripes(th, (0.3, 0, 1), 0.14, 0.45, phase=0.02)
             _stripes(sh, (1, 0, 0.2), 0.2, 0.45, phase=0.03)
-        _add(ctx, th, *mats)
-        _add(ctx, sh, *mats)
+        ctx.add_bmesh(th, mats)
+        ctx.add_bmesh(sh, mats)
     # legs, in a walking stance so all four show in profile
     for hind, lx in ((False, 0.46), (True, -0.52)):
         for s in (1, -1):
@@ -287,11 +281,11 @@ def _equine(ctx, coat, dark, hoof, zebra: bool):
         tail = _tube_bm([(-0.76, 0, bz + 0.1), (-0.86, 0, bz - 0.05), (-0.88, 0, bz - 0.4),
                          (-0.88, 0, bz - 0.58)], [0.035, 0.028, 0.03, 0.065], segs=8, per_span=3)
         _paint(tail, lambda c: 1 if c.z < bz - 0.38 else None)
-        _add(ctx, tail, coat, dark)
+        ctx.add_bmesh(tail, (coat, dark))
     else:
         tail = _tube_bm([(-0.76, 0, bz + 0.12), (-0.9, 0, bz + 0.05), (-0.98, 0, bz - 0.3),
                          (-0.98, 0, bz - 0.75)], [0.05, 0.08, 0.09, 0.05], segs=10, per_span=3)
-        _add(ctx, tail, dark)
+        ctx.add_bmesh(tail, dark)
 
 
 @builder("comco.horse")
@@ -347,12 +341,12 @@ def cow(ctx):
                     [(0.08, 0.09), (0.27, 0.3), (0.31, 0.36), (0.33, 0.38), (0.3, 0.37), (0.22, 0.28), (0.06, 0.08)],
                     segs=48, per_span=8)
     _paint(body, _blobs(_COW_PATCHES))
-    _add(ctx, body, white, black)
+    ctx.add_bmesh(body, (white, black))
     # neck and head, held forward and low
     neck = _tube_bm([(0.5, 0, bz + 0.1), (0.72, 0, bz + 0.16), (0.88, 0, bz + 0.2)],
                     [(0.22, 0.3), (0.17, 0.24), (0.13, 0.17)], segs=16, per_span=3)
     _paint(neck, _blobs([((0.75, 0.0, bz + 0.35), 0.16)]))
-    _add(ctx, neck, white, black)
+    ctx.add_bmesh(neck, (white, black))
     hd = Vector((0.55, 0, -0.83))
     p0 = Vector((0.9, 0, bz + 0.32))
     hp = [p0 + hd * t for t in (0.0, 0.06, 0.28, 0.44, 0.5)]
@@ -361,19 +355,19 @@ def cow(ctx):
     # black head with a white blaze down the front, pink muzzle
     _paint(head, lambda c: 2 if (c - p0).dot(hd) > 0.4 else (0 if (c - p0).dot(Vector((0.83, 0, 0.55))) > 0.075
                                                                and abs(c.y) < 0.05 else 1))
-    _add(ctx, head, white, black, pink)
+    ctx.add_bmesh(head, (white, black, pink))
     for s in (1, -1):
         hn = _tube_bm([(0.88, s * 0.07, bz + 0.36), (0.9, s * 0.18, bz + 0.4), (0.93, s * 0.22, bz + 0.5)],
                       [0.035, 0.025, 0.01], segs=8, per_span=3)
-        _add(ctx, hn, horn)
+        ctx.add_bmesh(hn, horn)
         ear = _ellipsoid_bm((0.84, s * 0.2, bz + 0.3), (0.04, 0.09, 0.03), rot=(s * 0.3, 0, 0), segs=10, rings=5)
-        _add(ctx, ear, black)
+        ctx.add_bmesh(ear, black)
     _eyes(ctx, ctx.material("eye", (0.02, 0.02, 0.02)), (0.98, 0, bz + 0.25), 0.025, 0.105)
     # udder and teats
-    _add(ctx, _ellipsoid_bm((-0.4, 0, bz - 0.33), (0.15, 0.13, 0.11), segs=12, rings=6), pink)
+    ctx.add_bmesh(_ellipsoid_bm((-0.4, 0, bz - 0.33), (0.15, 0.13, 0.11), segs=12, rings=6), pink)
     for dx in (-0.07, 0.07):
         for s in (1, -1):
-            _add(ctx, _cone_bm((-0.4 + dx, s * 0.06, bz - 0.45), 0.018, 0.012, 0.08, segs=6), pink)
+            ctx.add_bmesh(_cone_bm((-0.4 + dx, s * 0.06, bz - 0.45), 0.018, 0.012, 0.08, segs=6), pink)
     # legs with patches on the thighs
     for hind, lx in ((False, 0.48), (True, -0.55)):
         for s in (1, -1):
@@ -387,7 +381,7 @@ def cow(ctx):
     tail = _tube_bm([(-0.84, 0, bz + 0.28), (-0.9, 0, bz + 0.1), (-0.9, 0, bz - 0.35), (-0.89, 0, bz - 0.55)],
                     [0.025, 0.02, 0.02, 0.05], segs=8, per_span=3)
     _paint(tail, lambda c: 1 if c.z < bz - 0.38 else None)
-    _add(ctx, tail, white, black)
+    ctx.add_bmesh(tail, (white, black))
     return _finish(ctx)
 
 
@@ -438,30 +432,30 @@ def giraffe(ctx):
                     [(0.07, 0.07), (0.26, 0.26), (0.31, 0.32), (0.33, 0.36), (0.31, 0.36), (0.23, 0.28), (0.07, 0.07)],
                     segs=48, per_span=10)
     _patches(body, rng, 0.2, 0.035)
-    _add(ctx, body, cream, brown)
+    ctx.add_bmesh(body, (cream, brown))
     base, top = Vector((0.42, 0, 2.4)), Vector((0.92, 0, 4.3))
     npts = _neck_line(base, top, 5)
     nr = [(0.18, 0.28), (0.13, 0.19), (0.1, 0.14), (0.085, 0.11), (0.08, 0.1)]
     neck = _tube_bm(npts, nr, segs=28, per_span=12, ref=(-1, 0, 0))
     _patches(neck, rng, 0.14, 0.03)
-    _add(ctx, neck, cream, brown)
+    ctx.add_bmesh(neck, (cream, brown))
     crest = _crest(npts, [r[1] for r in nr], 0.85)
     mane = _tube_bm(crest, [(0.02, 0.04)] * len(crest), segs=8, per_span=3, ref=(-1, 0, 1))
-    _add(ctx, mane, brown)
+    ctx.add_bmesh(mane, brown)
     hd = Vector((0.82, 0, -0.57))
     p0 = Vector((0.95, 0, 4.4))
     hp = [p0 + hd * t for t in (0.0, 0.08, 0.35, 0.55, 0.6)]
     head = _tube_bm(hp, [(0.08, 0.09), (0.095, 0.1), (0.075, 0.08), (0.06, 0.06), (0.03, 0.03)], segs=16,
                     per_span=4, ref=(1, 0, 1))
     _paint(head, lambda c: 2 if (c - p0).dot(hd) > 0.52 else None)
-    _add(ctx, head, cream, brown, dark)
+    ctx.add_bmesh(head, (cream, brown, dark))
     for s in (1, -1):
         oss = _tube_bm([(0.93, s * 0.05, 4.45), (0.92, s * 0.055, 4.56), (0.91, s * 0.06, 4.63)],
                        [0.022, 0.02, 0.018], segs=8, per_span=2)
-        _add(ctx, oss, cream)
-        _add(ctx, _ellipsoid_bm((0.91, s * 0.06, 4.64), (0.032, 0.032, 0.03), segs=8, rings=4), dark)
+        ctx.add_bmesh(oss, cream)
+        ctx.add_bmesh(_ellipsoid_bm((0.91, s * 0.06, 4.64), (0.032, 0.032, 0.03), segs=8, rings=4), dark)
         ear = _cone_bm((0.9, s * 0.12, 4.45), 0.03, 0.0, 0.13, rot=(s * 1.2, 0.3, 0), segs=8)
-        _add(ctx, ear, cream)
+        ctx.add_bmesh(ear, cream)
     _eyes(ctx, ctx.material("eye", (0.02, 0.02, 0.02)), (1.02, 0, 4.4), 0.028, 0.085)
     for hind, lx in ((False, 0.45), (True, -0.6)):
         for s in (1, -1):
@@ -473,7 +467,7 @@ def giraffe(ctx):
     tail = _tube_bm([(-0.84, 0, 2.05), (-0.9, 0, 1.8), (-0.92, 0, 1.3), (-0.92, 0, 1.12)],
                     [0.025, 0.018, 0.018, 0.045], segs=8, per_span=3)
     _paint(tail, lambda c: 1 if c.z < 1.3 else None)
-    _add(ctx, tail, cream, dark)
+    ctx.add_bmesh(tail, (cream, dark))
     return _finish(ctx)
 
 
@@ -488,20 +482,20 @@ def elephant(ctx):
                      (0.5, 0, bz + 0.1), (0.9, 0, bz + 0.15), (1.05, 0, bz + 0.15)],
                     [(0.15, 0.18), (0.55, 0.65), (0.72, 0.82), (0.76, 0.86), (0.7, 0.82), (0.5, 0.62), (0.15, 0.15)],
                     segs=24, per_span=5)
-    _add(ctx, body, grey)
+    ctx.add_bmesh(body, grey)
     head = _ellipsoid_bm((1.22, 0, 2.35), (0.52, 0.46, 0.62), rot=(0, 0.25, 0), segs=20, rings=10)
-    _add(ctx, head, grey)
+    ctx.add_bmesh(head, grey)
     # big flat ears behind the head
     for s in (1, -1):
         ear = _ellipsoid_bm((0.95, s * 0.52, 2.25), (0.5, 0.07, 0.72), rot=(0, 0.15, s * 0.35), segs=20, rings=10)
-        _add(ctx, ear, ear_m)
+        ctx.add_bmesh(ear, ear_m)
     trunk = _tube_bm([(1.55, 0, 2.25), (1.76, 0, 1.8), (1.84, 0, 1.2), (1.85, 0, 0.6), (1.9, 0, 0.3), (2.02, 0, 0.2),
                       (2.1, 0, 0.28)], [0.24, 0.19, 0.15, 0.12, 0.1, 0.085, 0.08], segs=16, per_span=4)
-    _add(ctx, trunk, grey)
+    ctx.add_bmesh(trunk, grey)
     for s in (1, -1):
         tusk = _tube_bm([(1.55, s * 0.24, 1.95), (1.8, s * 0.27, 1.6), (2.05, s * 0.28, 1.52), (2.25, s * 0.26, 1.62)],
                         [0.08, 0.065, 0.045, 0.015], segs=10, per_span=3)
-        _add(ctx, tusk, ivory)
+        ctx.add_bmesh(tusk, ivory)
     _eyes(ctx, ctx.material("eye", (0.03, 0.03, 0.03)), (1.48, 0, 2.45), 0.04, 0.33)
     for hind, lx in ((False, 0.6), (True, -0.85)):
         for s in (1, -1):
@@ -509,13 +503,13 @@ def elephant(ctx):
             x, y = lx + step, s * 0.42
             leg = _tube_bm([(x, y, 1.75), (x, y, 1.0), (x, y, 0.35), (x, y, 0.08), (x, y, 0.0)],
                            [0.3, 0.27, 0.25, 0.27, 0.27], segs=16, per_span=2, ref=(1, 0, 0))
-            _add(ctx, leg, grey)
+            ctx.add_bmesh(leg, grey)
             for a in (-0.5, 0.0, 0.5):
-                _add(ctx, _ellipsoid_bm((x + 0.25 * math.cos(a), y + 0.25 * math.sin(a), 0.05), (0.045, 0.05, 0.04),
-                                        segs=8, rings=4), nail)
+                ctx.add_bmesh(_ellipsoid_bm((x + 0.25 * math.cos(a), y + 0.25 * math.sin(a), 0.05), (0.045, 0.05, 0.04),
+                                            segs=8, rings=4), nail)
     tail = _tube_bm([(-1.42, 0, 2.3), (-1.55, 0, 2.0), (-1.58, 0, 1.5), (-1.58, 0, 1.3)],
                     [0.05, 0.04, 0.03, 0.05], segs=8, per_span=3)
-    _add(ctx, tail, grey)
+    ctx.add_bmesh(tail, grey)
     return _finish(ctx)
 
 
@@ -536,30 +530,30 @@ def sheep(ctx):
     wool = ctx.material("wool", (0.94, 0.92, 0.85))
     face = ctx.material("face", (0.13, 0.11, 0.1))
     c, rad = Vector((0.0, 0, 0.64)), Vector((0.46, 0.24, 0.25))
-    _add(ctx, _ellipsoid_bm(c, rad, segs=20, rings=10), wool)
+    ctx.add_bmesh(_ellipsoid_bm(c, rad, segs=20, rings=10), wool)
     rng = random.Random(5)
     for d in _fibonacci(46):
         if d.z < -0.55:
             continue
         p = c + Vector((d.x * rad.x, d.y * rad.y, d.z * rad.z)) * 0.95
         r = rng.uniform(0.1, 0.13)
-        _add(ctx, _ellipsoid_bm(p, (r, r * 0.85, r * 0.9), segs=10, rings=5), wool)
+        ctx.add_bmesh(_ellipsoid_bm(p, (r, r * 0.85, r * 0.9), segs=10, rings=5), wool)
     # dark head with a woolly poll, ears sticking out sideways
     hd = Vector((0.6, 0, -0.8))
     p0 = Vector((0.5, 0, 0.84))
     hp = [p0 + hd * t for t in (0.0, 0.05, 0.18, 0.26, 0.28)]
-    _add(ctx, _tube_bm(hp, [(0.08, 0.08), (0.085, 0.09), (0.06, 0.07), (0.05, 0.055), (0.025, 0.025)], segs=14,
-                       per_span=3, ref=(1, 0, 1)), face)
-    _add(ctx, _ellipsoid_bm((0.47, 0, 0.9), (0.1, 0.1, 0.08), segs=12, rings=6), wool)
+    ctx.add_bmesh(_tube_bm(hp, [(0.08, 0.08), (0.085, 0.09), (0.06, 0.07), (0.05, 0.055), (0.025, 0.025)], segs=14,
+                           per_span=3, ref=(1, 0, 1)), face)
+    ctx.add_bmesh(_ellipsoid_bm((0.47, 0, 0.9), (0.1, 0.1, 0.08), segs=12, rings=6), wool)
     for s in (1, -1):
-        _add(ctx, _ellipsoid_bm((0.5, s * 0.13, 0.84), (0.035, 0.08, 0.02), rot=(s * 0.3, 0, 0), segs=10, rings=5),
-             face)
+        ctx.add_bmesh(_ellipsoid_bm((0.5, s * 0.13, 0.84), (0.035, 0.08, 0.02), rot=(s * 0.3, 0, 0), segs=10,
+                                    rings=5), face)
     _eyes(ctx, ctx.material("eye", (0.75, 0.65, 0.35)), (0.57, 0, 0.8), 0.016, 0.065)
     for hind, lx in ((False, 0.3), (True, -0.32)):
         for s in (1, -1):
             step = 0.04 * s * (1 if hind else -1)
             _leg(ctx, (face,), (lx + step, s * 0.11, 0.45), 0.45, 0.04, 0.03, hind, segs=10, bend=0.03)
-    _add(ctx, _ellipsoid_bm((-0.52, 0, 0.66), (0.07, 0.06, 0.09), segs=10, rings=5), wool)
+    ctx.add_bmesh(_ellipsoid_bm((-0.52, 0, 0.66), (0.07, 0.06, 0.09), segs=10, rings=5), wool)
     return _finish(ctx)
 
 
@@ -573,24 +567,24 @@ def dog(ctx):
     body = _tube_bm([(-0.33, 0, bz + 0.02), (-0.29, 0, bz + 0.02), (-0.1, 0, bz), (0.12, 0, bz), (0.24, 0, bz + 0.02),
                      (0.28, 0, bz + 0.04)], [(0.03, 0.03), (0.09, 0.1), (0.1, 0.11), (0.11, 0.13), (0.1, 0.12), (0.03, 0.04)],
                     segs=16, per_span=4)
-    _add(ctx, body, fur)
+    ctx.add_bmesh(body, fur)
     neck = _tube_bm([(0.18, 0, bz + 0.05), (0.26, 0, bz + 0.13), (0.31, 0, bz + 0.19)], [(0.07, 0.08), (0.06, 0.065),
                                                                                         (0.055, 0.06)], segs=12, per_span=3)
-    _add(ctx, neck, fur)
-    _add(ctx, _ellipsoid_bm((0.28, 0, bz + 0.15), (0.065, 0.068, 0.065), rot=(0, -0.7, 0), segs=12, rings=6), fur)
+    ctx.add_bmesh(neck, fur)
+    ctx.add_bmesh(_ellipsoid_bm((0.28, 0, bz + 0.15), (0.065, 0.068, 0.065), rot=(0, -0.7, 0), segs=12, rings=6), fur)
     col = _tube_bm([(0.225, 0, bz + 0.09), (0.25, 0, bz + 0.115)], [(0.072, 0.075), (0.068, 0.07)], segs=14,
                    per_span=1)
-    _add(ctx, col, collar)
+    ctx.add_bmesh(col, collar)
     hc = Vector((0.33, 0, bz + 0.23))
-    _add(ctx, _ellipsoid_bm(hc, (0.075, 0.065, 0.07), segs=14, rings=7), fur)
+    ctx.add_bmesh(_ellipsoid_bm(hc, (0.075, 0.065, 0.07), segs=14, rings=7), fur)
     snout = _tube_bm([(0.36, 0, bz + 0.22), (0.42, 0, bz + 0.205), (0.47, 0, bz + 0.195), (0.475, 0, bz + 0.195)],
                      [(0.045, 0.045), (0.038, 0.036), (0.032, 0.03), (0.01, 0.01)], segs=12, per_span=3)
-    _add(ctx, snout, fur)
-    _add(ctx, _ellipsoid_bm((0.475, 0, bz + 0.205), (0.018, 0.022, 0.016), segs=8, rings=4), black)
+    ctx.add_bmesh(snout, fur)
+    ctx.add_bmesh(_ellipsoid_bm((0.475, 0, bz + 0.205), (0.018, 0.022, 0.016), segs=8, rings=4), black)
     for s in (1, -1):
         ear = _ellipsoid_bm((0.31, s * 0.065, bz + 0.21), (0.035, 0.014, 0.065), rot=(s * 0.25, 0.2, 0), segs=10,
                             rings=5)
-        _add(ctx, ear, dark)
+        ctx.add_bmesh(ear, dark)
     _eyes(ctx, black, (0.38, 0, bz + 0.255), 0.012, 0.042)
     for hind, lx in ((False, 0.18), (True, -0.22)):
         for s in (1, -1):
@@ -598,10 +592,11 @@ def dog(ctx):
             top = bz - 0.02
             _leg(ctx, (fur,), (lx + step, s * 0.065, top), top, 0.05 if not hind else 0.06, 0.026, hind, segs=10,
                  bend=0.05 if hind else 0.015)
-            _add(ctx, _ellipsoid_bm((lx + step + 0.02, s * 0.065, 0.015), (0.035, 0.025, 0.018), segs=8, rings=4), fur)
+            ctx.add_bmesh(_ellipsoid_bm((lx + step + 0.02, s * 0.065, 0.015), (0.035, 0.025, 0.018), segs=8,
+                                        rings=4), fur)
     tail = _tube_bm([(-0.3, 0, bz + 0.05), (-0.36, 0, bz + 0.1), (-0.4, 0, bz + 0.18), (-0.41, 0, bz + 0.24)],
                     [0.025, 0.022, 0.018, 0.01], segs=8, per_span=3)
-    _add(ctx, tail, fur)
+    ctx.add_bmesh(tail, fur)
     return _finish(ctx)
 
 
@@ -618,19 +613,19 @@ def cat(ctx):
                     [(0.02, 0.02), (0.052, 0.05), (0.056, 0.052), (0.054, 0.052), (0.046, 0.046), (0.02, 0.02)],
                     segs=16, per_span=4)
     _stripes(body, (1, 0, -0.2), 0.042, 0.3, keep=lambda c: c.z > bz - 0.005)
-    _add(ctx, body, fur, stripe)
+    ctx.add_bmesh(body, (fur, stripe))
     neck = _tube_bm([(0.1, 0, bz + 0.02), (0.14, 0, bz + 0.05), (0.17, 0, bz + 0.07)], [0.038, 0.035, 0.033], segs=12,
                     per_span=2)
-    _add(ctx, neck, fur)
+    ctx.add_bmesh(neck, fur)
     hc = Vector((0.185, 0, bz + 0.085))
     head = _ellipsoid_bm(hc, (0.054, 0.058, 0.05), segs=14, rings=7)
     _stripes(head, (1, 0, 0), 0.025, 0.35, phase=0.005, keep=lambda c: c.z > hc.z + 0.03)
-    _add(ctx, head, fur, stripe)
-    _add(ctx, _ellipsoid_bm((0.228, 0, bz + 0.066), (0.024, 0.032, 0.021), segs=10, rings=5), pale)
-    _add(ctx, _ellipsoid_bm((0.25, 0, bz + 0.077), (0.007, 0.01, 0.006), segs=6, rings=3), pink)
+    ctx.add_bmesh(head, (fur, stripe))
+    ctx.add_bmesh(_ellipsoid_bm((0.228, 0, bz + 0.066), (0.024, 0.032, 0.021), segs=10, rings=5), pale)
+    ctx.add_bmesh(_ellipsoid_bm((0.25, 0, bz + 0.077), (0.007, 0.01, 0.006), segs=6, rings=3), pink)
     for s in (1, -1):
         ear = _cone_bm((0.18, s * 0.032, bz + 0.138), 0.024, 0.0, 0.055, rot=(s * -0.35, -0.1, 0), segs=4)
-        _add(ctx, ear, fur)
+        ctx.add_bmesh(ear, fur)
     _eyes(ctx, eye, (0.224, 0, bz + 0.095), 0.01, 0.03)
     for hind, lx in ((False, 0.09), (True, -0.12)):
         for s in (1, -1):
@@ -638,14 +633,14 @@ def cat(ctx):
             top = bz - 0.01
             _leg(ctx, (fur,), (lx + step, s * 0.036, top), top, 0.022 if not hind else 0.028, 0.014, hind, segs=8,
                  bend=0.02 if hind else 0.008)
-            _add(ctx, _ellipsoid_bm((lx + step + 0.008, s * 0.036, 0.008), (0.017, 0.013, 0.009), segs=8, rings=4),
-                 fur)
+            ctx.add_bmesh(_ellipsoid_bm((lx + step + 0.008, s * 0.036, 0.008), (0.017, 0.013, 0.009), segs=8,
+                                        rings=4), fur)
     # the long tail curls up like a question mark
     tail = _tube_bm([(-0.15, 0, bz + 0.02), (-0.21, 0, bz + 0.03), (-0.25, 0, bz + 0.07), (-0.255, 0, bz + 0.12),
                      (-0.235, 0, bz + 0.15), (-0.212, 0, bz + 0.148)],
                     [0.014, 0.013, 0.013, 0.012, 0.011, 0.009], segs=8, per_span=4)
     _stripes(tail, (1, 0, 1), 0.035, 0.4)
-    _add(ctx, tail, fur, stripe)
+    ctx.add_bmesh(tail, (fur, stripe))
     return _finish(ctx)
 
 
@@ -660,22 +655,22 @@ def bear(ctx):
                      (0.4, 0, bz + 0.06), (0.56, 0, bz + 0.06), (0.62, 0, bz + 0.06)],
                     [(0.1, 0.1), (0.3, 0.3), (0.38, 0.38), (0.4, 0.38), (0.36, 0.38), (0.26, 0.28), (0.08, 0.08)],
                     segs=24, per_span=4)
-    _add(ctx, body, fur)
-    _add(ctx, _ellipsoid_bm((0.28, 0, bz + 0.24), (0.32, 0.26, 0.22), segs=16, rings=8), fur)  # shoulder hump
+    ctx.add_bmesh(body, fur)
+    ctx.add_bmesh(_ellipsoid_bm((0.28, 0, bz + 0.24), (0.32, 0.26, 0.22), segs=16, rings=8), fur)  # shoulder hump
     neck = _tube_bm([(0.45, 0, bz + 0.1), (0.65, 0, bz + 0.15), (0.76, 0, bz + 0.18)], [0.28, 0.23, 0.2], segs=16,
                     per_span=3)
-    _add(ctx, neck, fur)
+    ctx.add_bmesh(neck, fur)
     hc = Vector((0.8, 0, bz + 0.2))
-    _add(ctx, _ellipsoid_bm(hc, (0.21, 0.2, 0.19), segs=16, rings=8), fur)
+    ctx.add_bmesh(_ellipsoid_bm(hc, (0.21, 0.2, 0.19), segs=16, rings=8), fur)
     snout = _tube_bm([(0.88, 0, bz + 0.16), (0.99, 0, bz + 0.13), (1.08, 0, bz + 0.12), (1.095, 0, bz + 0.12)],
                      [(0.1, 0.09), (0.08, 0.075), (0.065, 0.06), (0.02, 0.02)], segs=14, per_span=3)
-    _add(ctx, snout, muzzle)
-    _add(ctx, _ellipsoid_bm((1.09, 0, bz + 0.14), (0.025, 0.04, 0.028), segs=8, rings=4), black)
+    ctx.add_bmesh(snout, muzzle)
+    ctx.add_bmesh(_ellipsoid_bm((1.09, 0, bz + 0.14), (0.025, 0.04, 0.028), segs=8, rings=4), black)
     for s in (1, -1):
-        _add(ctx, _ellipsoid_bm((0.73, s * 0.14, bz + 0.38), (0.05, 0.075, 0.075), rot=(s * 0.3, 0, 0), segs=10,
-                                rings=5), fur)
-        _add(ctx, _ellipsoid_bm((0.755, s * 0.14, bz + 0.375), (0.02, 0.045, 0.045), rot=(s * 0.3, 0, 0), segs=8,
-                                rings=4), dark)
+        ctx.add_bmesh(_ellipsoid_bm((0.73, s * 0.14, bz + 0.38), (0.05, 0.075, 0.075), rot=(s * 0.3, 0, 0), segs=10,
+                                    rings=5), fur)
+        ctx.add_bmesh(_ellipsoid_bm((0.755, s * 0.14, bz + 0.375), (0.02, 0.045, 0.045), rot=(s * 0.3, 0, 0), segs=8,
+                                    rings=4), dark)
     _eyes(ctx, black, (0.94, 0, bz + 0.27), 0.022, 0.1)
     for hind, lx in ((False, 0.42), (True, -0.55)):
         for s in (1, -1):
@@ -683,8 +678,8 @@ def bear(ctx):
             top = bz + 0.05
             _leg(ctx, (fur,), (lx + step, s * 0.2, top), top, 0.18 if hind else 0.16, 0.12, hind, segs=14,
                  bend=0.06 if hind else 0.02)
-            _add(ctx, _ellipsoid_bm((lx + step + 0.05, s * 0.2, 0.05), (0.16, 0.12, 0.06), segs=12, rings=6), dark)
-    _add(ctx, _ellipsoid_bm((-0.86, 0, bz + 0.12), (0.06, 0.06, 0.06), segs=8, rings=4), fur)
+            ctx.add_bmesh(_ellipsoid_bm((lx + step + 0.05, s * 0.2, 0.05), (0.16, 0.12, 0.06), segs=12, rings=6), dark)
+    ctx.add_bmesh(_ellipsoid_bm((-0.86, 0, bz + 0.12), (0.06, 0.06, 0.06), segs=8, rings=4), fur)
     return _finish(ctx)
 
 
@@ -702,21 +697,21 @@ def bird(ctx):
     for f in body.faces:
         if f.normal.z < -0.2 and f.normal.x > -0.3:
             f.material_index = 1
-    _add(ctx, body, body_m, belly)
-    _add(ctx, _ellipsoid_bm((0.068, 0, 0.19), (0.042, 0.038, 0.04), segs=14, rings=7), body_m)
-    _add(ctx, _cone_bm((0.122, 0, 0.186), 0.013, 0.0, 0.04, rot=(0, math.pi / 2 + 0.15, 0), segs=8), beak)
+    ctx.add_bmesh(body, (body_m, belly))
+    ctx.add_bmesh(_ellipsoid_bm((0.068, 0, 0.19), (0.042, 0.038, 0.04), segs=14, rings=7), body_m)
+    ctx.add_bmesh(_cone_bm((0.122, 0, 0.186), 0.013, 0.0, 0.04, rot=(0, math.pi / 2 + 0.15, 0), segs=8), beak)
     _eyes(ctx, black, (0.092, 0, 0.2), 0.008, 0.03)
     for s in (1, -1):
         wing = _ellipsoid_bm((-0.025, s * 0.046, 0.13), (0.08, 0.014, 0.036), rot=(s * 0.12, -0.35, 0), segs=14,
                              rings=7)
-        _add(ctx, wing, wing_m)
+        ctx.add_bmesh(wing, wing_m)
         _leg(ctx, (leg_m,), (0.0, s * 0.018, 0.085), 0.085, 0.006, 0.005, False, segs=6, bend=0.01)
         for a in (-0.5, 0.0, 0.5):
             toe = _tube_bm([(0.0, s * 0.018, 0.004), (0.03 * math.cos(a), s * 0.018 + 0.03 * math.sin(a), 0.003)],
                            [0.004, 0.003], segs=6, per_span=1)
-            _add(ctx, toe, leg_m)
+            ctx.add_bmesh(toe, leg_m)
     tail = _ellipsoid_bm((-0.125, 0, 0.085), (0.065, 0.03, 0.009), rot=(0, 0.5, 0), segs=12, rings=6)
-    _add(ctx, tail, wing_m)
+    ctx.add_bmesh(tail, wing_m)
     return _finish(ctx)
 
 
@@ -730,30 +725,30 @@ def person(ctx):
     dark = ctx.material("eyes", (0.05, 0.04, 0.04))
     for s in (1, -1):
         x = s * 0.1
-        _add(ctx, _ellipsoid_bm((x, -0.04, 0.045), (0.055, 0.13, 0.05), segs=12, rings=6), shoe)
+        ctx.add_bmesh(_ellipsoid_bm((x, -0.04, 0.045), (0.055, 0.13, 0.05), segs=12, rings=6), shoe)
         leg = _tube_bm([(x, 0, 0.96), (x * 1.0, 0.0, 0.5), (x, 0.0, 0.07)], [(0.085, 0.09), (0.065, 0.07), (0.052, 0.057)],
                        segs=14, per_span=3, ref=(0, -1, 0))
-        _add(ctx, leg, jeans)
-    _add(ctx, _ellipsoid_bm((0, 0, 0.95), (0.175, 0.11, 0.1), segs=16, rings=8), jeans)
+        ctx.add_bmesh(leg, jeans)
+    ctx.add_bmesh(_ellipsoid_bm((0, 0, 0.95), (0.175, 0.11, 0.1), segs=16, rings=8), jeans)
     torso = _tube_bm([(0, 0, 0.9), (0, 0, 0.98), (0, 0, 1.2), (0, 0, 1.42), (0, 0, 1.47), (0, 0, 1.48)],
                      [(0.165, 0.1), (0.17, 0.105), (0.175, 0.11), (0.2, 0.115), (0.16, 0.09), (0.06, 0.05)],
                      segs=20, per_span=3, ref=(0, -1, 0))
-    _add(ctx, torso, shirt)
-    _add(ctx, _tube_bm([(0, 0, 1.44), (0, 0, 1.57)], [0.05, 0.048], segs=10, per_span=1), skin)
+    ctx.add_bmesh(torso, shirt)
+    ctx.add_bmesh(_tube_bm([(0, 0, 1.44), (0, 0, 1.57)], [0.05, 0.048], segs=10, per_span=1), skin)
     head = Vector((0, 0.0, 1.645))
-    _add(ctx, _ellipsoid_bm(head, (0.08, 0.095, 0.11), segs=16, rings=8), skin)
+    ctx.add_bmesh(_ellipsoid_bm(head, (0.08, 0.095, 0.11), segs=16, rings=8), skin)
     hb = _ellipsoid_bm(head + Vector((0, 0.012, 0.018)), (0.087, 0.1, 0.107), segs=16, rings=8)
     # the hair shell stays closed: its face-side faces take the skin colour
     _paint(hb, lambda c: 1 if c.z < head.z + 0.03 and c.y < -0.03 else None)
-    _add(ctx, hb, hair, skin)
+    ctx.add_bmesh(hb, (hair, skin))
     for s in (1, -1):
-        _add(ctx, _ellipsoid_bm((s * 0.03, -0.088, head.z + 0.01), (0.011, 0.008, 0.008), segs=8, rings=4), dark)
+        ctx.add_bmesh(_ellipsoid_bm((s * 0.03, -0.088, head.z + 0.01), (0.011, 0.008, 0.008), segs=8, rings=4), dark)
         sx = s * 0.205
         sleeve = _tube_bm([(sx, 0, 1.43), (s * 0.222, 0, 1.3), (s * 0.228, 0, 1.22)], [0.058, 0.055, 0.05], segs=12,
                           per_span=2)
-        _add(ctx, sleeve, shirt)
+        ctx.add_bmesh(sleeve, shirt)
         arm = _tube_bm([(s * 0.226, 0, 1.25), (s * 0.232, -0.01, 1.08), (s * 0.236, -0.02, 0.88)], [0.042, 0.037, 0.032],
                        segs=10, per_span=2)
-        _add(ctx, arm, skin)
-        _add(ctx, _ellipsoid_bm((s * 0.236, -0.02, 0.83), (0.028, 0.04, 0.055), segs=10, rings=5), skin)
+        ctx.add_bmesh(arm, skin)
+        ctx.add_bmesh(_ellipsoid_bm((s * 0.236, -0.02, 0.83), (0.028, 0.04, 0.055), segs=10, rings=5), skin)
     return ctx.finish()

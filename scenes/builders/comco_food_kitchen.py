@@ -12,9 +12,10 @@ import math
 import random
 
 import bmesh
-import bpy
 from mathutils import Euler, Matrix, Vector
 
+from comco.scenes.outlines import arc, rounded_rect, signed_area
+from comco.scenes.parts import skin_rings, smooth_shading
 from comco.scenes.registry import builder
 
 TAU = 2 * math.pi
@@ -23,22 +24,6 @@ TAU = 2 * math.pi
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
-def _emit(ctx, bm, mats, location=(0, 0, 0), rotation=(0, 0, 0), scale=(1, 1, 1), name="part"):
-    """Turn a bmesh into a part of the builder (one object, materials by face index)."""
-    me = bpy.data.meshes.new(name)
-    bm.to_mesh(me)
-    bm.free()
-    for m in mats if isinstance(mats, (list, tuple)) else [mats]:
-        me.materials.append(m)
-    ob = bpy.data.objects.new(name, me)
-    ob.location = location
-    ob.rotation_euler = Euler(rotation)
-    ob.scale = scale
-    ctx.collection.objects.link(ob)
-    ctx.parts.append(ob)
-    return ob
-
-
 def _metal(ctx, name, rgb, primary=False):
     """A metal material whose Workbench (draft) view stays light: full metallic renders it
     near-black there, so the viewport metallic is lowered (Cycles uses the node values)."""
@@ -46,127 +31,6 @@ def _metal(ctx, name, rgb, primary=False):
     mat.metallic = 0.3
     mat.roughness = 0.3
     return mat
-
-
-def _smooth(bm, sharp_deg: float | None = 40.0):
-    """Smooth shading, with edges sharper than `sharp_deg` kept crisp."""
-    for f in bm.faces:
-        f.smooth = True
-    if sharp_deg is not None:
-        thr = math.radians(sharp_deg)
-        for e in bm.edges:
-            if len(e.link_faces) == 2 and e.calc_face_angle(0.0) > thr:
-                e.smooth = False
-
-
-def _circle(n: int, phase: float = 0.0):
-    return [(math.cos(TAU * k / n + phase), math.sin(TAU * k / n + phase)) for k in range(n)]
-
-
-def _rounded_rect(hx: float, hy: float, rad: float, per_corner: int = 4):
-    """Counter-clockwise outline of a rectangle with rounded corners (normalised to half sizes)."""
-    pts = []
-    for cx, cy, a0 in ((hx - rad, hy - rad, 0.0), (-hx + rad, hy - rad, 90.0),
-                       (-hx + rad, -hy + rad, 180.0), (hx - rad, -hy + rad, 270.0)):
-        for i in range(per_corner + 1):
-            a = math.radians(a0 + 90.0 * i / per_corner)
-            pts.append(((cx + rad * math.cos(a)) / hx, (cy + rad * math.sin(a)) / hy))
-    return pts
-
-
-def loft(ctx, rings, mats, loop=None, segments=32, location=(0, 0, 0), rotation=(0, 0, 0),
-         seg_mats=None, sharp=40.0, cap=True, name="loft"):
-    """A surface of revolution (or of any closed `loop`): rings are (r, z) or (rx, ry, z).
-
-    A ring of radius 0 is a pole. seg_mats[i] is the material index of the band
-    between rings i and i+1. Open ends get an n-gon cap when `cap`.
-    """
-    if loop is None:
-        loop = _circle(segments)
-    n = len(loop)
-    bm = bmesh.new()
-    vr = []
-    for ring in rings:
-        rx, ry, z = (ring[0], ring[0], ring[1]) if len(ring) == 2 else ring
-        if rx < 1e-9 and ry < 1e-9:
-            vr.append([bm.verts.new((0.0, 0.0, z))])
-        else:
-            vr.append([bm.verts.new((rx * x, ry * y, z)) for x, y in loop])
-    for i in range(len(vr) - 1):
-        a, b = vr[i], vr[i + 1]
-        mi = seg_mats[i] if seg_mats else 0
-        if len(a) == 1 and len(b) == 1:
-            continue
-        for k in range(n):
-            k2 = (k + 1) % n
-            if len(a) == 1:
-                f = bm.faces.new((a[0], b[k2], b[k]))
-            elif len(b) == 1:
-                f = bm.faces.new((a[k], a[k2], b[0]))
-            else:
-                f = bm.faces.new((a[k], a[k2], b[k2], b[k]))
-            f.material_index = mi
-    if cap:
-        if len(vr[0]) > 1:
-            f = bm.faces.new(list(reversed(vr[0])))
-            f.material_index = seg_mats[0] if seg_mats else 0
-        if len(vr[-1]) > 1:
-            f = bm.faces.new(vr[-1])
-            f.material_index = seg_mats[-1] if seg_mats else 0
-    _smooth(bm, sharp)
-    return _emit(ctx, bm, mats, location, rotation, name=name)
-
-
-def _frames(pts):
-    """Parallel-transport frames (tangent, normal, binormal) along a polyline."""
-    P = [Vector(p) for p in pts]
-    T = []
-    for i in range(len(P)):
-        d = P[min(i + 1, len(P) - 1)] - P[max(i - 1, 0)]
-        T.append(d.normalized())
-    ref = Vector((0, 0, 1)) if abs(T[0].z) < 0.9 else Vector((1, 0, 0))
-    N = [(ref - ref.dot(T[0]) * T[0]).normalized()]
-    for i in range(1, len(P)):
-        n = N[-1] - N[-1].dot(T[i]) * T[i]
-        N.append(n.normalized() if n.length > 1e-9 else N[-1])
-    B = [t.cross(n) for t, n in zip(T, N)]
-    return P, T, N, B
-
-
-def tube(ctx, pts, radii, mat, sides=8, ell=(1.0, 1.0), sharp=None, cap=True, name="tube"):
-    """A tube swept along a polyline; a radius of 0 at an end makes a pointed tip."""
-    if not isinstance(radii, (list, tuple)):
-        radii = [radii] * len(pts)
-    P, T, N, B = _frames(pts)
-    bm = bmesh.new()
-    vr = []
-    for p, n, b, r in zip(P, N, B, radii):
-        if r < 1e-9:
-            vr.append([bm.verts.new(p)])
-        else:
-            vr.append([bm.verts.new(p + r * (ell[0] * math.cos(TAU * k / sides) * n
-                                              + ell[1] * math.sin(TAU * k / sides) * b))
-                       for k in range(sides)])
-    for i in range(len(vr) - 1):
-        a, c = vr[i], vr[i + 1]
-        for k in range(sides):
-            k2 = (k + 1) % sides
-            if len(a) == 1 and len(c) == 1:
-                continue
-            if len(a) == 1:
-                bm.faces.new((a[0], c[k], c[k2]))
-            elif len(c) == 1:
-                bm.faces.new((a[k2], a[k], c[0]))
-            else:
-                bm.faces.new((a[k], c[k], c[k2], a[k2]))
-    if cap:
-        if len(vr[0]) > 1:
-            bm.faces.new(list(reversed(vr[0])))
-        if len(vr[-1]) > 1:
-            bm.faces.new(vr[-1])
-    bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
-    _smooth(bm, sharp)
-    return _emit(ctx, bm, mat, name=name)
 
 
 class Batch:
@@ -211,17 +75,10 @@ class Batch:
 
     def prism(self, outline, z0, z1, loc=(0, 0, 0), rot=(0, 0, 0)):
         M = self._m(loc, rot, (1, 1, 1))
-        bot = [self.bm.verts.new(M @ Vector((x, y, z0))) for x, y in outline]
-        top = [self.bm.verts.new(M @ Vector((x, y, z1))) for x, y in outline]
-        n = len(outline)
-        self.bm.faces.new(list(reversed(bot)))
-        self.bm.faces.new(top)
-        for k in range(n):
-            k2 = (k + 1) % n
-            self.bm.faces.new((bot[k], bot[k2], top[k2], top[k]))
+        skin_rings(self.bm, [[M @ Vector((x, y, z)) for x, y in outline] for z in (z0, z1)])
 
     def emit(self, ctx, mat, name="batch"):
-        return _emit(ctx, self.bm, mat, name=name)
+        return ctx.add_bmesh(self.bm, mat, name)
 
 
 def prism(ctx, outline, z0, z1, mat, loc=(0, 0, 0), rot=(0, 0, 0), name="prism"):
@@ -230,21 +87,12 @@ def prism(ctx, outline, z0, z1, mat, loc=(0, 0, 0), rot=(0, 0, 0), name="prism")
     return b.emit(ctx, mat, name)
 
 
-def arc_pts(r, a0, a1, n, cx=0.0, cy=0.0, noise=None):
-    out = []
-    for i in range(n + 1):
-        a = a0 + (a1 - a0) * i / n
-        rr = r + (noise(a) if noise else 0.0)
-        out.append((cx + rr * math.cos(a), cy + rr * math.sin(a)))
-    return out
-
-
 def sector(r, a0, a1, n=32, r_in=0.0, noise=None):
     """Outline (ccw) of a pie slice from angle a0 to a1, or of an annular sector when r_in > 0."""
-    outer = arc_pts(r, a0, a1, n, noise=noise)
+    outer = arc(r, a0, a1, n, noise=noise)
     if r_in <= 0:
         return [(0.0, 0.0)] + outer
-    return outer + list(reversed(arc_pts(r_in, a0, a1, n)))
+    return outer + list(reversed(arc(r_in, a0, a1, n)))
 
 
 def _offset_poly(poly, dists):
@@ -290,31 +138,19 @@ def leaf(ctx, length, width, mat, loc, rot, thick=0.0012, bend=0.3, n=8):
         u = v.co.x / length
         v.co.z += bend * length * u * u  # curl upwards towards the tip
         v.co.z += 0.25 * abs(v.co.y)  # V-shaped midrib
-    _smooth(bm, None)
-    return _emit(ctx, bm, mat, loc, rot, name="leaf")
+    smooth_shading(bm)
+    return ctx.add_bmesh(bm, mat, "leaf", loc, rot)
 
 
 def strip(ctx, sections, mat, thick, round_end=True, name="strip"):
     """A flat strip along y: sections are (y, half_width, z_centre, [x_centre]); rectangular cross section."""
-    bm = bmesh.new()
     rings = []
-    secs = list(sections)
-    for s in secs:
+    t = thick / 2
+    for s in sections:
         y, w, z = s[0], s[1], s[2]
         x = s[3] if len(s) > 3 else 0.0
-        t = thick / 2
-        rings.append([bm.verts.new((x - w, y, z - t)), bm.verts.new((x + w, y, z - t)),
-                      bm.verts.new((x + w, y, z + t)), bm.verts.new((x - w, y, z + t))])
-    for i in range(len(rings) - 1):
-        a, b = rings[i], rings[i + 1]
-        for k in range(4):
-            k2 = (k + 1) % 4
-            bm.faces.new((a[k], a[k2], b[k2], b[k]))
-    bm.faces.new(list(reversed(rings[0])))
-    bm.faces.new(rings[-1])
-    bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
-    _smooth(bm, 50)
-    return _emit(ctx, bm, mat, name=name)
+        rings.append([(x - w, y, z - t), (x + w, y, z - t), (x + w, y, z + t), (x - w, y, z + t)])
+    return ctx.skin(rings, mat, smooth=True, sharp=50, name=name)
 
 
 def _rounded_end(y_end, w, z, direction, n=4, x=0.0):
@@ -337,8 +173,8 @@ def apple(ctx):
     prof = [(0.0, 0.007), (0.010, 0.003), (0.02, 0.0), (0.030, 0.006), (0.037, 0.018), (0.041, 0.034),
             (0.042, 0.050), (0.040, 0.064), (0.034, 0.076), (0.025, 0.0835), (0.016, 0.0838),
             (0.008, 0.080), (0.0, 0.074)]
-    loft(ctx, prof, red, segments=28, sharp=None)
-    tube(ctx, [(0, 0, 0.072), (0.001, 0, 0.084), (0.004, 0, 0.095)], [0.0022, 0.002, 0.0018], stem, sides=6)
+    ctx.revolve(prof, red, segments=28, sharp=None)
+    ctx.tube([(0, 0, 0.072), (0.001, 0, 0.084), (0.004, 0, 0.095)], [0.0022, 0.002, 0.0018], stem, sides=6)
     leaf(ctx, 0.032, 0.011, green, (0.003, 0, 0.088), (0.25, 0.0, math.radians(-30)), bend=0.15)
     return ctx.finish()
 
@@ -354,8 +190,8 @@ def orange(ctx):
     for v in bm.verts:  # dimpled peel, slightly flattened
         k = 1.0 + rnd.uniform(-0.012, 0.012)
         v.co = Vector((v.co.x * k, v.co.y * k, v.co.z * k * 0.94))
-    _smooth(bm, None)
-    _emit(ctx, bm, peel, (0, 0, 0.0376), name="peel")
+    smooth_shading(bm)
+    ctx.add_bmesh(bm, peel, "peel", (0, 0, 0.0376))
     star = []
     for i in range(10):
         r = 0.009 if i % 2 == 0 else 0.004
@@ -381,18 +217,18 @@ def banana(ctx):
         r = 0.019 * (math.sin(math.pi * (0.06 + 0.88 * t)) ** 0.55)
         pts.append((x, 0, z))
         radii.append(max(r, 0.004))
-    tube(ctx, pts, radii, yellow, sides=5, ell=(1.0, 1.15), sharp=50)
+    ctx.tube(pts, radii, yellow, sides=5, ell=(1.0, 1.15), sharp=50)
     # stem end (left): a narrow neck with a cut brown end
     t0 = Vector(pts[0]) - Vector(pts[1])
     p0 = Vector(pts[0])
     neck = [p0 + t0 * 0.2, p0 + t0 * 1.2, p0 + t0 * 2.2 + Vector((0, 0, 0.004))]
-    tube(ctx, [tuple(p) for p in neck], [0.0046, 0.0042, 0.0042], green, sides=5)
+    ctx.tube([tuple(p) for p in neck], [0.0046, 0.0042, 0.0042], green, sides=5)
     tip = neck[-1] + (neck[-1] - neck[-2]).normalized() * 0.003
-    tube(ctx, [tuple(neck[-1]), tuple(tip)], [0.0043, 0.0043], brown, sides=5)
+    ctx.tube([tuple(neck[-1]), tuple(tip)], [0.0043, 0.0043], brown, sides=5)
     # blossom end (right): a dark nub
     t1 = (Vector(pts[-1]) - Vector(pts[-2])).normalized()
     p1 = Vector(pts[-1])
-    tube(ctx, [tuple(p1 - t1 * 0.002), tuple(p1 + t1 * 0.004), tuple(p1 + t1 * 0.006)], [0.0045, 0.0035, 0.0],
+    ctx.tube([tuple(p1 - t1 * 0.002), tuple(p1 + t1 * 0.004), tuple(p1 + t1 * 0.006)], [0.0045, 0.0035, 0.0],
          brown, sides=5)
     return ctx.finish()
 
@@ -414,7 +250,7 @@ def carrot(ctx):
         radii.append(r)
     pts.append((0, y1 + 0.002, 0.0185))
     radii.append(0.0)
-    tube(ctx, pts, radii, orange_m, sides=12)
+    ctx.tube(pts, radii, orange_m, sides=12)
     b = Batch()  # fine ridges across the root
     for t in (0.25, 0.38, 0.52, 0.64, 0.77, 0.88):
         y = y0 + (y1 - y0) * t
@@ -446,7 +282,7 @@ def broccoli(ctx):
     head = ctx.material("florets", (0.12, 0.38, 0.10))
     bud = ctx.material("buds", (0.18, 0.48, 0.13))
     rnd = random.Random(3)
-    tube(ctx, [(0, 0, 0), (0, 0, 0.05), (0, 0, 0.095)], [0.02, 0.018, 0.024], stalk, sides=12)
+    ctx.tube([(0, 0, 0), (0, 0, 0.05), (0, 0, 0.095)], [0.02, 0.018, 0.024], stalk, sides=12)
     centres = [Vector((0, 0, 0.155))]
     for i in range(6):
         a = TAU * i / 6 + 0.3
@@ -454,7 +290,7 @@ def broccoli(ctx):
     heads, buds = Batch(), Batch()
     for c in centres:
         base = Vector((c.x * 0.25, c.y * 0.25, 0.085))
-        tube(ctx, [tuple(base), tuple(base.lerp(c, 0.5)), tuple(c)], [0.009, 0.008, 0.007], stalk, sides=6)
+        ctx.tube([tuple(base), tuple(base.lerp(c, 0.5)), tuple(c)], [0.009, 0.008, 0.007], stalk, sides=6)
         rad = 0.032
         heads.sphere(rad, tuple(c), scale=(1, 1, 0.8), segs=12, rings=8)
         up = (c - Vector((0, 0, 0.06))).normalized()
@@ -508,8 +344,8 @@ def donut(ctx):
     core = Vector((R * math.cos(a0), R * math.sin(a0), r))
     if f0.normal.dot(c0 - core) < 0:
         bmesh.ops.reverse_faces(bm, faces=bm.faces[:])
-    _smooth(bm, None)
-    _emit(ctx, bm, icing, name="icing")
+    smooth_shading(bm)
+    ctx.add_bmesh(bm, icing, "icing")
     # sprinkles
     rnd = random.Random(11)
     cols = [(0.95, 0.95, 0.95), (0.2, 0.45, 0.95), (0.98, 0.85, 0.1), (0.3, 0.75, 0.25), (0.9, 0.15, 0.15),
@@ -684,7 +520,7 @@ def plate(ctx):
     i0 = 9  # first slope point index
     mats[i0 + 1] = 1  # a blue band just inside the rim
     mats[7] = 1  # and the very edge
-    loft(ctx, prof, [china, band], segments=48, seg_mats=mats, sharp=50)
+    ctx.revolve(prof, [china, band], segments=48, seg_mats=mats, sharp=50)
     return ctx.finish()
 
 
@@ -704,7 +540,7 @@ def bowl(ctx):
     mats = [0] * (len(prof) - 1)
     for i in range(13, len(mats)):
         mats[i] = 1
-    loft(ctx, prof, [outer, inner], segments=40, seg_mats=mats, sharp=60)
+    ctx.revolve(prof, [outer, inner], segments=40, seg_mats=mats, sharp=60)
     return ctx.finish()
 
 
@@ -716,12 +552,12 @@ def cup(ctx):
     R, H = 0.04, 0.1
     prof = [(0.0, 0.0), (R - 0.004, 0.0), (R, 0.004), (R, H - 0.002), (R - 0.0015, H), (R - 0.004, H - 0.0015),
             (R - 0.004, 0.082), (0.0, 0.082)]
-    loft(ctx, prof, [body, inside, coffee], segments=36, seg_mats=[0, 0, 0, 0, 1, 1, 2], sharp=50)
+    ctx.revolve(prof, [body, inside, coffee], segments=36, seg_mats=[0, 0, 0, 0, 1, 1, 2], sharp=50)
     pts = []
     for i in range(13):
         a = math.radians(-75 + 150 * i / 12)
         pts.append((R - 0.004 + 0.026 * math.cos(a), 0.0, 0.05 + 0.028 * math.sin(a)))
-    tube(ctx, pts, 0.0065, body, sides=10, ell=(0.75, 1.2))
+    ctx.tube(pts, 0.0065, body, sides=10, ell=(0.75, 1.2))
     return ctx.finish()
 
 
@@ -776,7 +612,7 @@ def spoon(ctx):
     for u in (1.0, 0.93, 0.8, 0.6, 0.35):
         rings.append((rx * u * 0.97, ry * u * 0.97, depth * u * u + 0.0018))
     rings.append((0.0, 0.0, 0.0018))
-    loft(ctx, rings, steel, loop=loop, location=(0, cy, 0.0008), sharp=70)
+    ctx.revolve(rings, steel, loop=loop, location=(0, cy, 0.0008), sharp=70)
     return ctx.finish()
 
 
@@ -790,22 +626,13 @@ def knife(ctx):
     hz0, hz1 = 0.0, 0.016
     hl = [(-0.105, 0.0085), (-0.095, 0.0098), (-0.06, 0.009), (-0.03, 0.0088), (-0.012, 0.0092)]
     b = Batch()
-    secs = [(y, w) for y, w in hl]
-    bm = bmesh.new()
-    rings = []
-    for y, w in secs:
-        rings.append([bm.verts.new((-w, y, hz0 + 0.002)), bm.verts.new((w, y, hz0 + 0.002)),
-                      bm.verts.new((w * 0.9, y, hz1)), bm.verts.new((-w * 0.9, y, hz1))])
-    for i in range(len(rings) - 1):
-        for k in range(4):
-            k2 = (k + 1) % 4
-            bm.faces.new((rings[i][k], rings[i][k2], rings[i + 1][k2], rings[i + 1][k]))
-    bm.faces.new(list(reversed(rings[0])))
-    bm.faces.new(rings[-1])
+    bm = bmesh.new()  # a bevelled, lofted grip
+    skin_rings(bm, [[(-w, y, hz0 + 0.002), (w, y, hz0 + 0.002), (w * 0.9, y, hz1), (-w * 0.9, y, hz1)]
+                    for y, w in hl])
     bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
     bmesh.ops.bevel(bm, geom=[e for e in bm.edges], offset=0.0025, segments=2, affect="EDGES")
-    _smooth(bm, 50)
-    _emit(ctx, bm, handle, name="handle")
+    smooth_shading(bm, 50)
+    ctx.add_bmesh(bm, handle, "handle")
     # bolster
     ctx.box((0.0195, 0.008, 0.012), (0.0, -0.008, 0.009), steel, bevel=0.0015)
     for y in (-0.085, -0.055, -0.028):
@@ -827,9 +654,7 @@ def knife(ctx):
         x = edge_x + ((-0.004) - edge_x) * (t ** 2.6)
         pts.append((x, y))
     pts = pts[1:]
-    # ccw check
-    area = sum(pts[i][0] * pts[(i + 1) % len(pts)][1] - pts[(i + 1) % len(pts)][0] * pts[i][1] for i in range(len(pts)))
-    if area < 0:
+    if signed_area(pts) < 0:  # make it counter-clockwise
         pts.reverse()
     prism(ctx, pts, 0.0045, 0.0068, steel)
     # a bright bevel along the cutting edge
@@ -841,9 +666,7 @@ def knife(ctx):
         ed.append((x, y))
     inner = [(x + 0.0032 * (1 - (i / n) ** 3), y) for i, (x, y) in enumerate(ed)]
     poly = ed + list(reversed(inner))
-    area = sum(poly[i][0] * poly[(i + 1) % len(poly)][1] - poly[(i + 1) % len(poly)][0] * poly[i][1]
-               for i in range(len(poly)))
-    if area < 0:
+    if signed_area(poly) < 0:
         poly.reverse()
     prism(ctx, poly, 0.0044, 0.0069, edge)
     return ctx.finish()
@@ -858,11 +681,11 @@ def bottle(ctx):
     prof = [(0.0, 0.0), (0.034, 0.0), (0.037, 0.004), (0.038, 0.012), (0.038, 0.19), (0.036, 0.205),
             (0.03, 0.222), (0.02, 0.238), (0.0145, 0.252), (0.0128, 0.262), (0.0128, 0.288), (0.0145, 0.291),
             (0.0145, 0.297), (0.012, 0.3), (0.0, 0.3)]
-    loft(ctx, prof, glass, segments=32, sharp=50)
-    loft(ctx, [(0.0388, 0.055), (0.0388, 0.145)], label, segments=32, cap=False)
-    loft(ctx, [(0.0391, 0.118), (0.0391, 0.128)], stripe, segments=32, cap=False)
-    loft(ctx, [(0.0391, 0.068), (0.0391, 0.072)], stripe, segments=32, cap=False)
-    loft(ctx, [(0.0138, 0.258), (0.0138, 0.292), (0.0155, 0.292), (0.0155, 0.2985), (0.0128, 0.3015),
+    ctx.revolve(prof, glass, segments=32, sharp=50)
+    ctx.revolve([(0.0388, 0.055), (0.0388, 0.145)], label, segments=32, cap=False)
+    ctx.revolve([(0.0391, 0.118), (0.0391, 0.128)], stripe, segments=32, cap=False)
+    ctx.revolve([(0.0391, 0.068), (0.0391, 0.072)], stripe, segments=32, cap=False)
+    ctx.revolve([(0.0138, 0.258), (0.0138, 0.292), (0.0155, 0.292), (0.0155, 0.2985), (0.0128, 0.3015),
                (0.0, 0.3015)], foil, segments=24, sharp=50)
     return ctx.finish()
 
@@ -883,7 +706,7 @@ def vase(ctx):
     mats[14] = 2
     mats[15] = 2
     mats[16] = 2
-    loft(ctx, prof, [glaze, band, inside], segments=36, seg_mats=mats, sharp=60)
+    ctx.revolve(prof, [glaze, band, inside], segments=36, seg_mats=mats, sharp=60)
     flowers = [((-0.045, -0.01, 0.255), (0.95, 0.15, 0.18)), ((0.045, -0.005, 0.265), (0.98, 0.9, 0.2)),
                ((0.0, -0.018, 0.295), (0.97, 0.45, 0.7)), ((-0.02, 0.03, 0.275), (0.95, 0.95, 0.95)),
                ((0.025, 0.03, 0.285), (0.6, 0.25, 0.85))]
@@ -892,7 +715,7 @@ def vase(ctx):
         h = Vector(head)
         base = Vector((h.x * 0.15, h.y * 0.15, 0.15))
         mid = base.lerp(h, 0.55) + Vector((0, 0, 0.012))
-        tube(ctx, [tuple(base), tuple(mid), tuple(h)], 0.0018, stem, sides=6)
+        ctx.tube([tuple(base), tuple(mid), tuple(h)], 0.0018, stem, sides=6)
         facing = Vector((h.x * 2.5, h.y * 2 - 0.04, 0.07)).normalized()  # outwards, up and to the camera
         q = Vector((0, 0, 1)).rotation_difference(facing)
         petals = Batch()
@@ -921,10 +744,10 @@ def toaster(ctx):
     crumb = ctx.material("toast", (0.90, 0.70, 0.40))
     crust = ctx.material("crust", (0.55, 0.30, 0.10))
     hx, hy, z0, z1 = 0.13, 0.08, 0.008, 0.135
-    loop = _rounded_rect(hx, hy, 0.035, 5)
+    loop = [(x / hx, y / hy) for x, y in rounded_rect(hx, hy, 0.035, 5)]  # unit half sizes
     rings = [(hx - 0.01, hy - 0.01, z0), (hx - 0.002, hy - 0.002, z0 + 0.004), (hx, hy, z0 + 0.015),
              (hx, hy, z1 - 0.015), (hx - 0.003, hy - 0.003, z1 - 0.004), (hx - 0.012, hy - 0.012, z1)]
-    loft(ctx, rings, shell, loop=loop, sharp=45)
+    ctx.revolve(rings, shell, loop=loop, sharp=45)
     b = Batch()
     for x in (-0.1, 0.1):
         for y in (-0.055, 0.055):
@@ -977,19 +800,19 @@ def blender(ctx):
     juice = ctx.material("smoothie", (0.92, 0.36, 0.45))
     lid = ctx.material("lid", (0.06, 0.06, 0.06), look="plastic")
     button = ctx.material("button", (0.92, 0.92, 0.92), look="plastic")
-    loop = _rounded_rect(1.0, 1.0, 0.35, 4)
-    loft(ctx, [(0.072, 0.072, 0.0), (0.085, 0.085, 0.004), (0.085, 0.085, 0.02), (0.07, 0.07, 0.115),
+    loop = rounded_rect(1.0, 1.0, 0.35)
+    ctx.revolve([(0.072, 0.072, 0.0), (0.085, 0.085, 0.004), (0.085, 0.085, 0.02), (0.07, 0.07, 0.115),
                (0.062, 0.062, 0.12)], base_m, loop=loop, sharp=35)
-    loft(ctx, [(0.058, 0.058, 0.118), (0.058, 0.058, 0.132)], chrome, loop=loop, sharp=35)
+    ctx.revolve([(0.058, 0.058, 0.118), (0.058, 0.058, 0.132)], chrome, loop=loop, sharp=35)
     # jar: lower part filled with smoothie, upper part empty glass
     jar = [(0.05, 0.05, 0.13), (0.055, 0.055, 0.18), (0.06, 0.06, 0.23)]
     jar_top = [(0.06, 0.06, 0.23), (0.066, 0.066, 0.30), (0.072, 0.072, 0.37)]
-    loft(ctx, jar, juice, loop=loop, sharp=35)
-    loft(ctx, jar_top, glass, loop=loop, sharp=35)
-    loft(ctx, [(0.075, 0.075, 0.365), (0.075, 0.075, 0.385), (0.07, 0.07, 0.39)], lid, loop=loop, sharp=35)
+    ctx.revolve(jar, juice, loop=loop, sharp=35)
+    ctx.revolve(jar_top, glass, loop=loop, sharp=35)
+    ctx.revolve([(0.075, 0.075, 0.365), (0.075, 0.075, 0.385), (0.07, 0.07, 0.39)], lid, loop=loop, sharp=35)
     ctx.cylinder(0.022, 0.018, (0, 0, 0.397), lid, segments=16)
     # handle on the right
-    tube(ctx, [(0.058, 0, 0.34), (0.095, 0, 0.33), (0.1, 0, 0.29), (0.09, 0, 0.21), (0.06, 0, 0.19)],
+    ctx.tube([(0.058, 0, 0.34), (0.095, 0, 0.33), (0.1, 0, 0.29), (0.09, 0, 0.21), (0.06, 0, 0.19)],
          [0.009, 0.009, 0.009, 0.009, 0.009], lid, sides=8, ell=(0.8, 1.2))
     # measuring marks on the jar
     mk = Batch()

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 
 import bmesh
-import bpy
 from mathutils import Matrix, Vector
 
+from comco.scenes.outlines import at_height, ellipse, rounded_rect, superellipse
 from comco.scenes.registry import builder
 
 PI = math.pi
@@ -31,71 +31,7 @@ def _mesh(ctx, verts, faces, mat, smooth=False, name="part", recalc=True):
         except ValueError:
             continue
         face.smooth = smooth
-    if recalc:
-        bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
-    me = bpy.data.meshes.new(name)
-    bm.to_mesh(me)
-    bm.free()
-    ob = bpy.data.objects.new(name, me)
-    if mat is not None:
-        me.materials.append(mat)
-    ctx.collection.objects.link(ob)
-    ctx.parts.append(ob)
-    return ob
-
-
-def _box(ctx, size, location=(0, 0, 0), mat=None, rotation=(0, 0, 0), bevel=0.0, segments=2):
-    """A box of real size whose edges are bevelled by an absolute width (parts.py's bevel is relative)."""
-    bm = bmesh.new()
-    bmesh.ops.create_cube(bm, size=1.0)
-    bmesh.ops.scale(bm, vec=size, verts=bm.verts)
-    bevel = min(bevel, 0.49 * min(size))
-    if bevel > 0:
-        bmesh.ops.bevel(bm, geom=bm.edges[:] + bm.verts[:], offset=bevel, segments=segments, affect="EDGES",
-                        profile=0.5)
-    me = bpy.data.meshes.new("box")
-    bm.to_mesh(me)
-    bm.free()
-    ob = bpy.data.objects.new("box", me)
-    if mat is not None:
-        me.materials.append(mat)
-    ob.location = location
-    ob.rotation_euler = rotation
-    ctx.collection.objects.link(ob)
-    ctx.parts.append(ob)
-    return ob
-
-
-def _loft(ctx, rings, mat, cap_start=True, cap_end=True, smooth=True, wrap=False):
-    """Skin closed rings (lists of 3-D points, equal counts) in order; caps as n-gons."""
-    n = len(rings[0])
-    verts = [tuple(p) for r in rings for p in r]
-    faces = []
-    m = len(rings)
-    for i in range(m if wrap else m - 1):
-        a, b = i * n, ((i + 1) % m) * n
-        for j in range(n):
-            k = (j + 1) % n
-            faces.append((a + j, a + k, b + k, b + j))
-    if not wrap:
-        if cap_start:
-            faces.append(tuple(reversed(range(n))))
-        if cap_end:
-            faces.append(tuple(range((m - 1) * n, m * n)))
-    return _mesh(ctx, verts, faces, mat, smooth=smooth)
-
-
-def _superellipse(a, b, n=4.0, count=24, cx=0.0, cy=0.0, start=0.0):
-    pts = []
-    for i in range(count):
-        t = start + 2 * PI * i / count
-        c, s = math.cos(t), math.sin(t)
-        pts.append((cx + a * math.copysign(abs(c) ** (2 / n), c), cy + b * math.copysign(abs(s) ** (2 / n), s)))
-    return pts
-
-
-def _ellipse(a, b, count=24, cx=0.0, cy=0.0, start=0.0):
-    return _superellipse(a, b, 2.0, count, cx, cy, start)
+    return ctx.add_bmesh(bm, mat, name, recalc_normals=recalc)
 
 
 def _ring_prism(ctx, outer, inner, depth, mat, location=(0, 0, 0), rotation=(0, 0, 0), smooth=False):
@@ -126,7 +62,10 @@ def _ring_xz(ctx, outer, inner, y_center, depth, mat, smooth=False):
 
 
 def _tube(ctx, path, radius, mat, segments=8, caps=True, smooth=True, flat=1.0):
-    """A round tube along a polyline (parallel-transport frames). `flat` squashes it along the normal."""
+    """A round tube along a polyline (parallel-transport frames). `flat` squashes it along the normal.
+
+    Not `Ctx.tube`: its frames start a quarter turn round from that one's (normal = tangent x up,
+    the axis `flat` squashes), so the same path gives slightly different vertices."""
     pts = [Vector(p) for p in path]
     tangents = []
     for i in range(len(pts)):
@@ -145,7 +84,7 @@ def _tube(ctx, path, radius, mat, segments=8, caps=True, smooth=True, flat=1.0):
             a = 2 * PI * j / segments
             ring.append(p + radius * (math.cos(a) * normal * flat + math.sin(a) * binormal))
         rings.append(ring)
-    return _loft(ctx, rings, mat, cap_start=caps, cap_end=caps, smooth=smooth)
+    return ctx.skin(rings, mat, cap_start=caps, cap_end=caps, smooth=smooth)
 
 
 def _boxes(ctx, items, mat, taper=0.0):
@@ -234,15 +173,13 @@ def backpack(ctx):
     rings = []
     for z, k in [(0.0, 0.93), (0.02, 1.0), (0.2, 1.0), (0.36, 0.99), (0.40, 0.94), (0.43, 0.84),
                  (0.455, 0.68), (0.47, 0.46), (0.476, 0.2)]:
-        pts = _superellipse(W / 2 * k, D / 2 * min(1.0, 0.55 + 0.45 * k), 3.2, 28)
-        rings.append([(x, y, z) for x, y in pts])
-    _loft(ctx, rings, body)
+        rings.append(at_height(superellipse(W / 2 * k, D / 2 * min(1.0, 0.55 + 0.45 * k), 3.2, 28), z))
+    ctx.skin(rings, body, smooth=True)
     # front pocket
     pr = []
     for z, k in [(0.05, 0.92), (0.06, 1.0), (0.2, 1.0), (0.225, 0.93), (0.24, 0.75)]:
-        pts = _superellipse(0.115 * k, 0.022, 3.0, 20, cy=-D / 2 - 0.005)
-        pr.append([(x, y, z) for x, y in pts])
-    _loft(ctx, pr, body)
+        pr.append(at_height(superellipse(0.115 * k, 0.022, 3.0, 20, cy=-D / 2 - 0.005), z))
+    ctx.skin(pr, body, smooth=True)
     # pocket zipper and main zipper
     _tube(ctx, [(0.11 * math.cos(a), -D / 2 - 0.02 - 0.008 * math.sin(a), 0.205 + 0.025 * math.sin(a))
                 for a in [PI * i / 12 for i in range(13)]], 0.0035, trim, segments=6)
@@ -251,8 +188,8 @@ def backpack(ctx):
         a = PI * i / 16
         zpath.append((0.146 * math.cos(a), -0.045, 0.30 + 0.165 * math.sin(a)))
     _tube(ctx, zpath, 0.004, trim, segments=6)
-    _box(ctx, (0.012, 0.01, 0.03), (0.03, -D / 2 - 0.034, 0.212), zip_m)  # pull tabs
-    _box(ctx, (0.012, 0.012, 0.03), (0.125, -0.06, 0.42), zip_m, rotation=(0, 0.6, 0))
+    ctx.box((0.012, 0.01, 0.03), (0.03, -D / 2 - 0.034, 0.212), zip_m)  # pull tabs
+    ctx.box((0.012, 0.012, 0.03), (0.125, -0.06, 0.42), zip_m, rotation=(0, 0.6, 0))
     # top grab handle
     _tube(ctx, [(0.035 * math.cos(a) * 1.0, 0.015, 0.47 + 0.03 * math.sin(a))
                 for a in [PI * i / 10 for i in range(11)]], 0.006, trim, segments=6)
@@ -266,10 +203,10 @@ def backpack(ctx):
             y = D / 2 + 0.005 + 0.045 * math.sin(PI * min(1.0, t * 1.1))
             path.append((x, y, z))
         _tube(ctx, path, 0.014, trim, segments=8, flat=0.35)
-        _box(ctx, (0.03, 0.01, 0.025), (s * 0.13, D / 2 + 0.01, 0.045), trim)
+        ctx.box((0.03, 0.01, 0.025), (s * 0.13, D / 2 + 0.01, 0.045), trim)
     # side compression straps
     for s in (-1, 1):
-        _box(ctx, (0.012, 0.10, 0.02), (s * W / 2, 0.0, 0.18), trim)
+        ctx.box((0.012, 0.10, 0.02), (s * W / 2, 0.0, 0.18), trim)
     return ctx.finish()
 
 
@@ -281,12 +218,12 @@ def book(ctx):
     lines = ctx.material("page_lines", (0.72, 0.70, 0.64))
     gold = ctx.material("title", (0.9, 0.75, 0.3), look="metal")
     W, D, H, t = 0.17, 0.24, 0.05, 0.0045
-    _box(ctx, (W, D, t), (0, 0, t / 2), cover)
-    _box(ctx, (W, D, t), (0, 0, H - t / 2), cover)
+    ctx.box((W, D, t), (0, 0, t / 2), cover)
+    ctx.box((W, D, t), (0, 0, H - t / 2), cover)
     sp = ctx.cylinder(H / 2, D, (-W / 2 + 0.004, 0, H / 2), cover, rotation=(PI / 2, 0, 0), segments=16)
     sp.scale = (0.32, 1.0, 1.0)
     pw, pd = W - 0.01, D - 0.01
-    _box(ctx, (pw, pd, H - 2 * t), (-W / 2 + 0.004 + pw / 2, 0, H / 2), pages)
+    ctx.box((pw, pd, H - 2 * t), (-W / 2 + 0.004 + pw / 2, 0, H / 2), pages)
     # page-edge lines on the three open sides
     items = []
     for k in range(1, 6):
@@ -295,9 +232,9 @@ def book(ctx):
         items.append(((-W / 2 + 0.004 + pw + 0.0004, 0, z), (0.001, pd - 0.004, 0.0009)))
     _boxes(ctx, items, lines)
     # title panel and bands on the cover
-    _box(ctx, (0.09, 0.05, 0.0012), (0.01, 0.04, H + 0.0006), gold)
-    _box(ctx, (0.11, 0.006, 0.0012), (0.01, -0.02, H + 0.0006), gold)
-    _box(ctx, (0.11, 0.006, 0.0012), (0.01, 0.09, H + 0.0006), gold)
+    ctx.box((0.09, 0.05, 0.0012), (0.01, 0.04, H + 0.0006), gold)
+    ctx.box((0.11, 0.006, 0.0012), (0.01, -0.02, H + 0.0006), gold)
+    ctx.box((0.11, 0.006, 0.0012), (0.01, 0.09, H + 0.0006), gold)
     return ctx.finish()
 
 
@@ -367,7 +304,7 @@ def clock(ctx):
     ctx.cylinder(0.008, 0.006, (0, yf - 0.006, zc), ink, rotation=(PI / 2, 0, 0), segments=16)
     # little feet
     for s in (-1, 1):
-        _box(ctx, (0.035, 0.05, 0.03), (s * 0.075, 0.005, 0.015), rim_m, bevel=0.004)
+        ctx.box((0.035, 0.05, 0.03), (s * 0.075, 0.005, 0.015), rim_m, bevel=0.004, profile=0.5)
     return ctx.finish()
 
 
@@ -380,8 +317,8 @@ def handbag(ctx):
     rings = []
     for z, w, d in [(0.0, 0.30, 0.12), (0.01, 0.32, 0.13), (0.08, 0.31, 0.125), (0.2, 0.27, 0.09),
                     (0.215, 0.262, 0.07), (0.222, 0.24, 0.04)]:
-        rings.append([(x, y, z) for x, y in _superellipse(w / 2, d / 2, 3.4, 28)])
-    _loft(ctx, rings, leather)
+        rings.append(at_height(superellipse(w / 2, d / 2, 3.4, 28), z))
+    ctx.skin(rings, leather, smooth=True)
     # front flap on the slanted front face: an outline with a rounded lower edge, tilted with the face
     slope = math.atan2(0.13 / 2 - 0.09 / 2, 0.2 - 0.01)
     outline = [(0.13, 0.0), (0.13, -0.11)]
@@ -390,7 +327,7 @@ def handbag(ctx):
     flap = _plate_xz(ctx, outline, 0.0, 0.006, dark)
     flap.rotation_euler = (PI / 2 - slope, 0, 0)
     flap.location = (0, -0.044, 0.205)
-    _box(ctx, (0.03, 0.012, 0.022), (0, -0.064, 0.08), gold, bevel=0.003)
+    ctx.box((0.03, 0.012, 0.022), (0, -0.064, 0.08), gold, bevel=0.003, profile=0.5)
     # two handles (front and back)
     for y in (-0.022, 0.022):
         path = []
@@ -402,7 +339,7 @@ def handbag(ctx):
             ctx.torus(0.012, 0.003, (s * 0.085, y, 0.215), gold, rotation=(PI / 2, 0, 0), segments=12,
                       ring_segments=6)
     # seam piping along the top rim
-    _tube(ctx, [(x, y, 0.2) for x, y in _superellipse(0.135, 0.045, 3.4, 28)] + [(0.135, 0.0, 0.2)], 0.003,
+    _tube(ctx, at_height(superellipse(0.135, 0.045, 3.4, 28), 0.2) + [(0.135, 0.0, 0.2)], 0.003,
           dark, segments=5)
     return ctx.finish()
 
@@ -425,16 +362,16 @@ def hat(ctx):
             th = 2 * PI * i / n
             ring.append((r * math.cos(th), r * 1.0 * math.sin(th), dz + curl(th, r)))
         rings.append(ring)
-    _loft(ctx, rings, felt, wrap=True)
+    ctx.skin(rings, felt, closed=True, smooth=True)
     # crown: oval, slightly flared towards the top
     crown = []
     for z, k in [(0.004, 1.0), (0.1, 1.03), (0.17, 1.08), (0.178, 1.04), (0.18, 0.6)]:
-        crown.append([(x, y, z) for x, y in _ellipse(0.078 * k, 0.092 * k, n)])
-    _loft(ctx, crown, felt)
+        crown.append(at_height(ellipse(0.078 * k, 0.092 * k, n), z))
+    ctx.skin(crown, felt, smooth=True)
     br = []
     for z, k in [(0.01, 1.025), (0.045, 1.045)]:
-        br.append([(x, y, z) for x, y in _ellipse(0.078 * k, 0.092 * k, n)])
-    _loft(ctx, br, band)
+        br.append(at_height(ellipse(0.078 * k, 0.092 * k, n), z))
+    ctx.skin(br, band, smooth=True)
     return ctx.finish()
 
 
@@ -448,7 +385,7 @@ def keyboard(ctx):
     gap = 0.0028
     x0 = -0.44 / 2 + 0.013
     y_top = 0.14 / 2 - 0.012
-    _box(ctx, (0.44, 0.14, 0.02), (0, 0, 0.01), case, bevel=0.006)
+    ctx.box((0.44, 0.14, 0.02), (0, 0, 0.01), case, bevel=0.006, profile=0.5)
     keys = []
 
     def key(col, row, w=1.0, h=1.0, block_x=0.0, drow=0.0):
@@ -485,7 +422,7 @@ def keyboard(ctx):
     key(3, 4, 1, 2, block_x=px)
     _boxes(ctx, keys, keys_m, taper=0.0012)
     for i in range(3):
-        _box(ctx, (0.004, 0.003, 0.001), (x0 + (px + 0.7 + i * 1.1) * u, y_top - 0.5 * u, 0.0205), light)
+        ctx.box((0.004, 0.003, 0.001), (x0 + (px + 0.7 + i * 1.1) * u, y_top - 0.5 * u, 0.0205), light)
     return ctx.finish()
 
 
@@ -501,7 +438,7 @@ def laptop(ctx):
     bar = ctx.material("titlebar", (0.25, 0.25, 0.3), emission=1.0)
     dock = ctx.material("dock", (0.95, 0.7, 0.15), emission=1.2)
     W, Db, Hb = 0.34, 0.215, 0.016
-    _box(ctx, (W, Db, Hb), (0, -0.0, Hb / 2), shell, bevel=0.004)
+    ctx.box((W, Db, Hb), (0, -0.0, Hb / 2), shell, bevel=0.004, profile=0.5)
     # keys
     u = 0.0185
     keys = []
@@ -520,7 +457,7 @@ def laptop(ctx):
             keys.append(((x + w * u / 2, cy, Hb + 0.0008), (w * u - 0.003, h * u - 0.003, 0.002)))
             x += w * u
     _boxes(ctx, keys, keys_m)
-    _box(ctx, (0.1, 0.06, 0.0012), (0, -Db / 2 + 0.042, Hb + 0.0004), pad)
+    ctx.box((0.1, 0.06, 0.0012), (0, -Db / 2 + 0.042, Hb + 0.0004), pad)
     # lid, hinged at the back, tilted back
     a = math.radians(14)
     hinge = Vector((0, Db / 2 - 0.004, Hb))
@@ -532,28 +469,18 @@ def laptop(ctx):
         return tuple(hinge + v * U + n * N)
 
     rot = (-a, 0, 0)
-    _box(ctx, (W, T, L), on_lid(L / 2, -T / 2), shell, rotation=rot, bevel=0.003)
-    _box(ctx, (W - 0.008, 0.002, L - 0.008), on_lid(L / 2, 0.0008), bezel, rotation=rot)
+    ctx.box((W, T, L), on_lid(L / 2, -T / 2), shell, rotation=rot, bevel=0.003, profile=0.5)
+    ctx.box((W - 0.008, 0.002, L - 0.008), on_lid(L / 2, 0.0008), bezel, rotation=rot)
     sw, sh = W - 0.03, L - 0.04
     sc = L / 2 + 0.005
-    _box(ctx, (sw, 0.002, sh), on_lid(sc, 0.0018), sky, rotation=rot)
-    _box(ctx, (0.15, 0.002, 0.09), on_lid(sc + 0.015, 0.0028), win, rotation=rot)
-    _box(ctx, (0.15, 0.002, 0.012), on_lid(sc + 0.015 + 0.045, 0.0032), bar, rotation=rot)
-    _box(ctx, (0.12, 0.002, 0.014), on_lid(sc - sh / 2 + 0.012, 0.0028), dock, rotation=rot)
+    ctx.box((sw, 0.002, sh), on_lid(sc, 0.0018), sky, rotation=rot)
+    ctx.box((0.15, 0.002, 0.09), on_lid(sc + 0.015, 0.0028), win, rotation=rot)
+    ctx.box((0.15, 0.002, 0.012), on_lid(sc + 0.015 + 0.045, 0.0032), bar, rotation=rot)
+    ctx.box((0.12, 0.002, 0.014), on_lid(sc - sh / 2 + 0.012, 0.0028), dock, rotation=rot)
     return ctx.finish()
 
 
 # -- mirror -----------------------------------------------------------------------------
-def _rounded_rect(w, h, r, per=6, cx=0.0, cy=0.0):
-    pts = []
-    for k, (ox, oy) in enumerate([(w / 2 - r, -h / 2 + r), (w / 2 - r, h / 2 - r), (-w / 2 + r, h / 2 - r),
-                                  (-w / 2 + r, -h / 2 + r)]):
-        for i in range(per + 1):
-            a = -PI / 2 + k * PI / 2 + (PI / 2) * i / per
-            pts.append((cx + ox + r * math.cos(a), cy + oy + r * math.sin(a)))
-    return pts
-
-
 @builder("comco.mirror")
 def mirror(ctx):
     frame = ctx.material("frame", (0.78, 0.6, 0.25), look="metal")
@@ -562,10 +489,11 @@ def mirror(ctx):
     back = ctx.material("back", (0.35, 0.22, 0.1))
     W, H, z0 = 0.5, 0.77, 0.03
     zc = z0 + H / 2
-    outer = _rounded_rect(W, H, 0.06, cy=zc)
-    inner = _rounded_rect(W - 0.09, H - 0.09, 0.025, cy=zc)
+    outer = rounded_rect(W / 2, H / 2, 0.06, 6, cy=zc, start=-PI / 2)  # from the bottom right corner
+    inner = rounded_rect((W - 0.09) / 2, (H - 0.09) / 2, 0.025, 6, cy=zc, start=-PI / 2)
     _ring_xz(ctx, outer, inner, -0.005, 0.03, frame)
-    _ring_xz(ctx, _rounded_rect(W - 0.04, H - 0.04, 0.045, cy=zc), inner, -0.023, 0.01, frame)
+    middle = rounded_rect((W - 0.04) / 2, (H - 0.04) / 2, 0.045, 6, cy=zc, start=-PI / 2)
+    _ring_xz(ctx, middle, inner, -0.023, 0.01, frame)
     _plate_xz(ctx, list(reversed(inner)), 0.0, 0.012, glass)
     _plate_xz(ctx, outer, 0.015, 0.01, back)
     # classic diagonal highlight streaks on the pane, clipped to it
@@ -581,7 +509,7 @@ def mirror(ctx):
             _plate_xz(ctx, clip_poly, -0.0065, 0.001, shine)
     # feet
     for s in (-1, 1):
-        _box(ctx, (0.09, 0.05, 0.035), (s * 0.17, 0.0, 0.0175), back, bevel=0.006)
+        ctx.box((0.09, 0.05, 0.035), (s * 0.17, 0.0, 0.0175), back, bevel=0.006, profile=0.5)
     return ctx.finish()
 
 
@@ -608,8 +536,8 @@ def mouse(ctx):
         y = y0 - L / 2 + L * t
         rings.append(_arch_ring(width(t), height(t), y, 14, n=2.3))
     split = stations.index(0.38)
-    _loft(ctx, rings[:split + 1], buttons, cap_end=False)  # the two buttons: front part of the shell
-    _loft(ctx, rings[split:], shell, cap_start=False)
+    ctx.skin(rings[:split + 1], buttons, cap_end=False, smooth=True)  # the two buttons: front part of the shell
+    ctx.skin(rings[split:], shell, cap_start=False, smooth=True)
 
     def top(x, t):
         w, h = width(t), height(t)
@@ -647,19 +575,19 @@ def remote(ctx):
     cols = [ctx.material(f"c{i}", c) for i, c in enumerate([(0.8, 0.15, 0.12), (0.15, 0.65, 0.2),
                                                             (0.95, 0.8, 0.15), (0.2, 0.4, 0.85)])]
     W, D, H = 0.05, 0.2, 0.02
-    _box(ctx, (W, D, H), (0, 0, H / 2), body, bevel=0.007)
+    ctx.box((W, D, H), (0, 0, H / 2), body, bevel=0.007, profile=0.5)
     zt = H
     ctx.cylinder(0.0055, 0.004, (0.012, 0.082, zt + 0.001), red, segments=16)
     # colour keys
     for i, m in enumerate(cols):
-        _box(ctx, (0.008, 0.005, 0.003), (-0.0165 + i * 0.011, 0.064, zt + 0.001), m, bevel=0.001)
+        ctx.box((0.008, 0.005, 0.003), (-0.0165 + i * 0.011, 0.064, zt + 0.001), m, bevel=0.001, profile=0.5)
     # navigation ring + OK
     ctx.torus(0.0125, 0.0035, (0, 0.037, zt + 0.0005), blue, segments=24, ring_segments=6)
     ctx.cylinder(0.0065, 0.004, (0, 0.037, zt + 0.001), btn, segments=16)
     # volume / channel rockers
     for s in (-1, 1):
-        _box(ctx, (0.009, 0.026, 0.004), (s * 0.015, 0.0, zt + 0.001), btn, bevel=0.0015)
-    _box(ctx, (0.009, 0.009, 0.003), (0, 0.0, zt + 0.001), btn, bevel=0.001)
+        ctx.box((0.009, 0.026, 0.004), (s * 0.015, 0.0, zt + 0.001), btn, bevel=0.0015, profile=0.5)
+    ctx.box((0.009, 0.009, 0.003), (0, 0.0, zt + 0.001), btn, bevel=0.001, profile=0.5)
     # number pad
     items = []
     for r in range(4):
@@ -699,8 +627,8 @@ def scissors(ctx):
         if side > 0:
             arm = list(reversed(arm))
         ctx.prism([place(p) for p in arm], 0.006, location=(0, 0, 0.003 + layer * 0.002), mat=handle)
-        outer = [place((lx + x, ly + y)) for x, y in _ellipse(0.0175, 0.023, 20)]
-        inner = [place((lx + x, ly + y)) for x, y in _ellipse(0.0105, 0.0155, 20)]
+        outer = [place((lx + x, ly + y)) for x, y in ellipse(0.0175, 0.023, 20)]
+        inner = [place((lx + x, ly + y)) for x, y in ellipse(0.0105, 0.0155, 20)]
         _ring_prism(ctx, outer, inner, 0.011, handle)
     ctx.cylinder(0.0035, 0.013, (pivot.x, pivot.y, 0.0085), screw, segments=12)
     return ctx.finish()
@@ -750,7 +678,7 @@ def shoe(ctx):
         w = max(0.004, 2 * hw(t) * 0.97)
         rings.append(_arch_ring(w, height(t) - 0.004 * (t in (0.0, 1.0)), -L / 2 + L * t + (0.004 if t == 0 else 0)
                                 - (0.004 if t == 1.0 else 0), 14, z0=SH - 0.003 + spring(t), n=2.4))
-    _loft(ctx, rings, upper)
+    ctx.skin(rings, upper, smooth=True)
 
     def ztop(t):
         return SH - 0.003 + spring(t) + height(t)
@@ -773,14 +701,14 @@ def shoe(ctx):
         items.append((t, y))
     for t, y in items:
         slope = math.atan2(ztop(t + 0.01) - ztop(t - 0.01), 0.02 * L)
-        _box(ctx, (0.042, 0.006, 0.003), (0, y, ztop(t) + 0.006), lace, rotation=(slope, 0, 0))
+        ctx.box((0.042, 0.006, 0.003), (0, y, ztop(t) + 0.006), lace, rotation=(slope, 0, 0))
     # white side stripes
     for s in (-1, 1):
         path = [(s * (hw(t) * 0.97 + 0.0005), -L / 2 + L * t, SH + 0.012 + 0.03 * (t - 0.3)) for t in
                 [0.3 + 0.5 * i / 8 for i in range(9)]]
         _tube(ctx, path, 0.005, sole, segments=6, flat=0.4)
     # heel tab
-    _box(ctx, (0.022, 0.012, 0.03), (0, L / 2 - 0.014, ztop(0.95) - 0.004), sole, bevel=0.003)
+    ctx.box((0.022, 0.012, 0.03), (0, L / 2 - 0.014, ztop(0.95) - 0.004), sole, bevel=0.003, profile=0.5)
     return ctx.finish()
 
 
@@ -791,26 +719,26 @@ def suitcase(ctx):
     dark = ctx.material("trim", (0.07, 0.07, 0.08))
     metal = ctx.material("metal", (0.7, 0.7, 0.73), look="metal")
     W, D, H, zb = 0.42, 0.23, 0.5, 0.05
-    _box(ctx, (W, D, H), (0, 0, zb + H / 2), shell, bevel=0.035, segments=3)
-    seam_o = _rounded_rect(W + 0.006, H + 0.006, 0.038, per=4, cy=zb + H / 2)
-    seam_i = _rounded_rect(W - 0.02, H - 0.02, 0.025, per=4, cy=zb + H / 2)
+    ctx.box((W, D, H), (0, 0, zb + H / 2), shell, bevel=0.035, segments=3, profile=0.5)
+    seam_o = rounded_rect((W + 0.006) / 2, (H + 0.006) / 2, 0.038, 4, cy=zb + H / 2, start=-PI / 2)
+    seam_i = rounded_rect((W - 0.02) / 2, (H - 0.02) / 2, 0.025, 4, cy=zb + H / 2, start=-PI / 2)
     _ring_xz(ctx, seam_o, seam_i, 0.0, 0.012, dark)  # zip seam around the shell
     for y in (-D / 2, D / 2):  # raised ribs on the front and back
         for x in (-0.12, 0.0, 0.12):
-            _box(ctx, (0.045, 0.014, H - 0.1), (x, y, zb + H / 2), shell, bevel=0.006)
+            ctx.box((0.045, 0.014, H - 0.1), (x, y, zb + H / 2), shell, bevel=0.006, profile=0.5)
     # wheels: caster housings and black wheels
     for sx in (-1, 1):
         for sy in (-1, 1):
             x, y = sx * (W / 2 - 0.04), sy * (D / 2 - 0.04)
-            _box(ctx, (0.045, 0.045, 0.02), (x, y, zb - 0.006), dark, bevel=0.006)
+            ctx.box((0.045, 0.045, 0.02), (x, y, zb - 0.006), dark, bevel=0.006, profile=0.5)
             ctx.cylinder(0.023, 0.02, (x, y, 0.023), dark, rotation=(0, PI / 2, 0), segments=16)
             ctx.cylinder(0.008, 0.022, (x, y, 0.023), metal, rotation=(0, PI / 2, 0), segments=8)
     # telescopic handle pulled out, and the carry handle on top
     zt = zb + H
     for sx in (-1, 1):
-        _box(ctx, (0.022, 0.03, 0.012), (sx * 0.085, D / 2 - 0.035, zt + 0.004), dark)
+        ctx.box((0.022, 0.03, 0.012), (sx * 0.085, D / 2 - 0.035, zt + 0.004), dark)
         ctx.cylinder(0.008, 0.12, (sx * 0.085, D / 2 - 0.035, zt + 0.06), metal, segments=10)
-    _box(ctx, (0.2, 0.03, 0.028), (0, D / 2 - 0.035, zt + 0.125), dark, bevel=0.01)
+    ctx.box((0.2, 0.03, 0.028), (0, D / 2 - 0.035, zt + 0.125), dark, bevel=0.01, profile=0.5)
     _tube(ctx, [(0.06 * math.cos(a), -0.02, zt + 0.024 * math.sin(a)) for a in [PI * i / 10 for i in range(11)]],
           0.009, dark, segments=8)
     return ctx.finish()
@@ -841,12 +769,12 @@ def tie(ctx):
     rings = []
     for y, w, h in [(0.168, 0.03, 0.012), (0.175, 0.036, 0.016), (0.2, 0.046, 0.019), (0.222, 0.052, 0.02),
                     (0.228, 0.05, 0.018)]:
-        pts = _superellipse(w / 2, h / 2, 2.6, 16)
+        pts = superellipse(w / 2, h / 2, 2.6, 16)
         rings.append([(x, y, z + h / 2) for x, z in pts])
-    _loft(ctx, rings, silk)
+    ctx.skin(rings, silk, smooth=True)
     # the neckband leaving the knot (under a collar): two short strips splaying apart
     for s in (-1, 1):
-        _box(ctx, (0.016, 0.03, 0.005), (s * 0.022, Lh - 0.016, 0.0025), silk, rotation=(0, 0, -s * 0.5))
+        ctx.box((0.016, 0.03, 0.005), (s * 0.022, Lh - 0.016, 0.0025), silk, rotation=(0, 0, -s * 0.5))
     return ctx.finish()
 
 
@@ -864,9 +792,9 @@ def toothbrush(ctx):
             (0.054, 0.0065, 0.006, 0.0035), (0.06, 0.0135, 0.006, 0.004), (0.09, 0.0135, 0.006, 0.004),
             (0.095, 0.009, 0.005, 0.0045)]
     for y, w, h, z0 in prof:
-        pts = _superellipse(w / 2, h / 2, 2.4, 16)
+        pts = superellipse(w / 2, h / 2, 2.4, 16)
         rings.append([(x, y, z0 + h / 2 + z) for x, z in pts])
-    _loft(ctx, rings, plastic)
+    ctx.skin(rings, plastic, smooth=True)
     # thumb grip pads
     ctx.sphere(1.0, (0, -0.058, 0.011), grip, scale=(0.006, 0.02, 0.0025), segments=16, rings=8)
     ctx.sphere(1.0, (0, -0.02, 0.0095), grip, scale=(0.0038, 0.009, 0.0022), segments=12, rings=6)
@@ -896,10 +824,10 @@ def tv(ctx):
     cloud = ctx.material("cloud", (0.98, 0.98, 1.0), emission=1.0)
     W, H, z0 = 1.1, 0.63, 0.07
     zc = z0 + H / 2
-    _box(ctx, (W, 0.05, H), (0, 0.0, zc), frame, bevel=0.006)
-    _box(ctx, (0.5, 0.04, 0.3), (0, 0.04, zc), frame, bevel=0.01)  # back bulge
+    ctx.box((W, 0.05, H), (0, 0.0, zc), frame, bevel=0.006, profile=0.5)
+    ctx.box((0.5, 0.04, 0.3), (0, 0.04, zc), frame, bevel=0.01, profile=0.5)  # back bulge
     sw, sh = W - 0.04, H - 0.04
-    _box(ctx, (sw, 0.004, sh), (0, -0.026, zc), sky)
+    ctx.box((sw, 0.004, sh), (0, -0.026, zc), sky)
     zb = zc - sh / 2
     # far hills and near hills, drawn as outlines in x-z
     far = [(-sw / 2, zb)] + [(-sw / 2 + sw * i / 20, zb + 0.17 + 0.06 * math.sin(i * 0.7 + 1.0)) for i in
@@ -914,8 +842,8 @@ def tv(ctx):
             ctx.cylinder(r * k, 0.002, (cx + dx * k, -0.0285, cz + (r - 0.04) * k * 0.4), cloud,
                          rotation=(PI / 2, 0, 0), segments=16)
     # stand: neck and a flat foot
-    _box(ctx, (0.08, 0.035, 0.07), (0, 0.03, 0.045), stand)
-    _box(ctx, (0.42, 0.25, 0.014), (0, 0.0, 0.007), stand, bevel=0.005)
+    ctx.box((0.08, 0.035, 0.07), (0, 0.03, 0.045), stand)
+    ctx.box((0.42, 0.25, 0.014), (0, 0.0, 0.007), stand, bevel=0.005, profile=0.5)
     return ctx.finish()
 
 

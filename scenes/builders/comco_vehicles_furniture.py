@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-import bmesh
 from mathutils import Matrix, Vector
 
+from comco.scenes.outlines import at_height, ellipse, rounded_rect
 from comco.scenes.registry import builder
 
 # -- shared colours (sRGB) ----------------------------------------------------------
@@ -29,23 +29,6 @@ WOOD_LIGHT = (0.66, 0.45, 0.24)
 
 
 # -- geometry helpers ---------------------------------------------------------------
-def _mesh(ctx, bm, mat, name="part"):
-    bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
-    return ctx._add(bm, name, mat, (0, 0, 0), (0, 0, 0), (1, 1, 1))
-
-
-def box(ctx, size, location=(0, 0, 0), mat=None, rotation=(0, 0, 0), bevel=0.0, segments=2):
-    """A box of `size` with an absolute edge bevel (ctx.box scales its bevel with the aspect ratio)."""
-    bm = bmesh.new()
-    bmesh.ops.create_cube(bm, size=1.0)
-    bmesh.ops.scale(bm, vec=Vector(size), verts=bm.verts[:])
-    if bevel > 0:
-        bevel = min(bevel, 0.45 * min(size))
-        bmesh.ops.bevel(bm, geom=bm.edges[:] + bm.verts[:], offset=bevel, segments=segments, affect="EDGES")
-    ob = ctx._add(bm, "box", mat, location, rotation, (1, 1, 1))
-    return ob
-
-
 def rod(ctx, p0, p1, r, mat, segments=8):
     """A cylinder from point p0 to point p1."""
     a, b = Vector(p0), Vector(p1)
@@ -56,61 +39,13 @@ def rod(ctx, p0, p1, r, mat, segments=8):
 
 def tbox(ctx, z0, z1, bottom, top, mat):
     """A hexahedron: rectangle `bottom` (x0, x1, y0, y1) at z0, rectangle `top` at z1."""
-    bm = bmesh.new()
-    vs = []
-    for z, (x0, x1, y0, y1) in ((z0, bottom), (z1, top)):
-        vs.append([bm.verts.new(p) for p in ((x0, y0, z), (x1, y0, z), (x1, y1, z), (x0, y1, z))])
-    lo, hi = vs
-    bm.faces.new(lo[::-1])
-    bm.faces.new(hi)
-    for i in range(4):
-        j = (i + 1) % 4
-        bm.faces.new((lo[i], lo[j], hi[j], hi[i]))
-    return _mesh(ctx, bm, mat, "tbox")
-
-
-def loft(ctx, rings, mat, cap=True):
-    """Skin a list of rings (each a list of equally many 3-D points)."""
-    bm = bmesh.new()
-    vr = [[bm.verts.new(p) for p in ring] for ring in rings]
-    n = len(vr[0])
-    for a, b in zip(vr, vr[1:]):
-        for i in range(n):
-            j = (i + 1) % n
-            bm.faces.new((a[i], a[j], b[j], b[i]))
-    if cap:
-        bm.faces.new(vr[0][::-1])
-        bm.faces.new(vr[-1])
-    return _mesh(ctx, bm, mat, "loft")
-
-
-def ellipse(cx, cy, rx, ry, z, n=20):
-    return [(cx + rx * math.cos(2 * math.pi * i / n), cy + ry * math.sin(2 * math.pi * i / n), z) for i in range(n)]
-
-
-def rounded_rect(cx, cy, hx, hy, r, z, n=4):
-    """Points of a rounded rectangle (corner radius r, n segments per corner)."""
-    pts = []
-    for k, (sx, sy) in enumerate(((1, 1), (-1, 1), (-1, -1), (1, -1))):
-        ox, oy = cx + sx * (hx - r), cy + sy * (hy - r)
-        for i in range(n + 1):
-            a = math.pi / 2 * k + math.pi / 2 * i / n
-            pts.append((ox + r * math.cos(a), oy + r * math.sin(a), z))
-    return pts
+    return ctx.skin([((x0, y0, z), (x1, y0, z), (x1, y1, z), (x0, y1, z)) for z, (x0, x1, y0, y1) in
+                     ((z0, bottom), (z1, top))], mat, name="tbox")
 
 
 def side_prism(ctx, profile, x0, x1, mat):
     """Extrude a side profile of (y, z) points along x from x0 to x1."""
-    bm = bmesh.new()
-    a = [bm.verts.new((x0, y, z)) for y, z in profile]
-    b = [bm.verts.new((x1, y, z)) for y, z in profile]
-    bm.faces.new(a[::-1])
-    bm.faces.new(b)
-    n = len(a)
-    for i in range(n):
-        j = (i + 1) % n
-        bm.faces.new((a[i], a[j], b[j], b[i]))
-    return _mesh(ctx, bm, mat, "side")
+    return ctx.skin([[(x, y, z) for y, z in profile] for x in (x0, x1)], mat, name="side")
 
 
 def slab(ctx, corners, t, mat, out=(0, -1, 0)):
@@ -119,15 +54,7 @@ def slab(ctx, corners, t, mat, out=(0, -1, 0)):
     n = (c[1] - c[0]).cross(c[3] - c[0]).normalized()
     if n.dot(Vector(out)) < 0:
         n = -n
-    bm = bmesh.new()
-    lo = [bm.verts.new(p) for p in c]
-    hi = [bm.verts.new(p + n * t) for p in c]
-    bm.faces.new(lo[::-1])
-    bm.faces.new(hi)
-    for i in range(4):
-        j = (i + 1) % 4
-        bm.faces.new((lo[i], lo[j], hi[j], hi[i]))
-    return _mesh(ctx, bm, mat, "slab")
+    return ctx.skin([c, [p + n * t for p in c]], mat, name="slab")
 
 
 def wheel(ctx, x, y, z, r, w, tyre, hub, hub_frac=0.6, segments=20):
@@ -161,7 +88,7 @@ def arc_band(ctx, yc, zc, r, a0, a1, width, thick, mat, n=10):
         for x, rr in ((-width / 2, r), (width / 2, r), (width / 2, r + thick), (-width / 2, r + thick)):
             ring.append((x, yc + rr * dy, zc + rr * dz))
         rings.append(ring)
-    return loft(ctx, rings, mat)
+    return ctx.skin(rings, mat, name="loft")
 
 
 def board(ctx, y0, y1, n, half_w, z_bot, thick, mat, round_edge=True):
@@ -176,7 +103,7 @@ def board(ctx, y0, y1, n, half_w, z_bot, thick, mat, round_edge=True):
         else:
             ring = [(-w, y, zb), (w, y, zb), (w, y, zb + t), (-w, y, zb + t)]
         rings.append(ring)
-    return loft(ctx, rings, mat)
+    return ctx.skin(rings, mat, name="loft")
 
 
 def interp(points):
@@ -214,15 +141,15 @@ def car(ctx):
         rod(ctx, (sx * 0.79, -1.28, 0.97), (sx * 0.665, -0.42, 1.39), 0.045, body, 6)   # A pillar
         rod(ctx, (sx * 0.79, 0.35, 0.97), (sx * 0.665, 0.45, 1.39), 0.05, body, 6)      # B pillar
         rod(ctx, (sx * 0.79, 1.93, 0.97), (sx * 0.665, 1.38, 1.39), 0.06, body, 6)      # C pillar
-        box(ctx, (0.34, 0.05, 0.13), (sx * 0.58, -2.245, 0.74), lamp, bevel=0.02)
-        box(ctx, (0.3, 0.05, 0.12), (sx * 0.6, 2.235, 0.78), tail, bevel=0.02)
-        box(ctx, (0.1, 0.14, 0.1), (sx * 0.86, -1.05, 1.02), body)                       # mirror
+        ctx.box((0.34, 0.05, 0.13), (sx * 0.58, -2.245, 0.74), lamp, bevel=0.02)
+        ctx.box((0.3, 0.05, 0.12), (sx * 0.6, 2.235, 0.78), tail, bevel=0.02)
+        ctx.box((0.1, 0.14, 0.1), (sx * 0.86, -1.05, 1.02), body)                       # mirror
         for y in (-1.42, 1.42):
             wheel(ctx, sx * 0.8, y, 0.33, 0.33, 0.22, tyre, hub)
-    box(ctx, (0.7, 0.05, 0.2), (0, -2.27, 0.62), dark)          # grille
-    box(ctx, (1.76, 0.16, 0.16), (0, -2.27, 0.38), dark, bevel=0.03)  # bumpers
-    box(ctx, (1.76, 0.16, 0.16), (0, 2.22, 0.38), dark, bevel=0.03)
-    box(ctx, (0.42, 0.02, 0.11), (0, -2.355, 0.38), plate)
+    ctx.box((0.7, 0.05, 0.2), (0, -2.27, 0.62), dark)          # grille
+    ctx.box((1.76, 0.16, 0.16), (0, -2.27, 0.38), dark, bevel=0.03)  # bumpers
+    ctx.box((1.76, 0.16, 0.16), (0, 2.22, 0.38), dark, bevel=0.03)
+    ctx.box((0.42, 0.02, 0.11), (0, -2.355, 0.38), plate)
     return ctx.finish()
 
 
@@ -237,30 +164,30 @@ def bus(ctx):
     dark = ctx.material("trim", DARK, look="plastic")
     sign = ctx.material("sign", (1.0, 0.6, 0.05), emission=1.0)
     L, hw = 6.0, 1.25
-    box(ctx, (2 * hw, 2 * L, 2.7), (0, 0, 0.45 + 1.35), body, bevel=0.12)
+    ctx.box((2 * hw, 2 * L, 2.7), (0, 0, 0.45 + 1.35), body, bevel=0.12)
     tbox(ctx, 3.1, 3.2, (-hw + 0.06, hw - 0.06, -L + 0.1, L - 0.1), (-hw + 0.25, hw - 0.25, -L + 0.4, L - 0.3), body)
-    box(ctx, (1.6, 2.4, 0.25), (0, 1.5, 3.2), roof, bevel=0.05)       # roof A/C unit
-    box(ctx, (2 * hw + 0.02, 2 * L + 0.02, 0.3), (0, 0, 0.6), dark)   # bottom skirt
+    ctx.box((1.6, 2.4, 0.25), (0, 1.5, 3.2), roof, bevel=0.05)       # roof A/C unit
+    ctx.box((2 * hw + 0.02, 2 * L + 0.02, 0.3), (0, 0, 0.6), dark)   # bottom skirt
     # front: windscreen, destination sign, lamps
-    box(ctx, (2.25, 0.06, 1.45), (0, -L - 0.01, 2.08), glass)
-    box(ctx, (1.9, 0.06, 0.28), (0, -L - 0.01, 2.98), dark)
-    box(ctx, (1.3, 0.07, 0.13), (0, -L - 0.02, 2.98), sign)
-    box(ctx, (0.7, 0.06, 0.06), (0, -L - 0.02, 1.42), dark)          # wiper bar
+    ctx.box((2.25, 0.06, 1.45), (0, -L - 0.01, 2.08), glass)
+    ctx.box((1.9, 0.06, 0.28), (0, -L - 0.01, 2.98), dark)
+    ctx.box((1.3, 0.07, 0.13), (0, -L - 0.02, 2.98), sign)
+    ctx.box((0.7, 0.06, 0.06), (0, -L - 0.02, 1.42), dark)          # wiper bar
     for sx in (-1, 1):
-        box(ctx, (0.4, 0.06, 0.18), (sx * 0.88, -L - 0.01, 0.98), lamp, bevel=0.02)
-        box(ctx, (0.3, 0.06, 0.14), (sx * 0.88, L + 0.01, 1.0), ctx.material("taillight", TAILLIGHT, emission=1.0))
-        box(ctx, (0.05, 0.3, 0.35), (sx * 1.33, -L + 0.25, 2.65), dark)  # mirrors
+        ctx.box((0.4, 0.06, 0.18), (sx * 0.88, -L - 0.01, 0.98), lamp, bevel=0.02)
+        ctx.box((0.3, 0.06, 0.14), (sx * 0.88, L + 0.01, 1.0), ctx.material("taillight", TAILLIGHT, emission=1.0))
+        ctx.box((0.05, 0.3, 0.35), (sx * 1.33, -L + 0.25, 2.65), dark)  # mirrors
         # side windows
         n = 7
         y0 = -L + 1.6 if sx > 0 else -L + 0.5
         step = (2 * L - 0.8 - (y0 + L)) / n
         for i in range(n):
             yc = y0 + step * (i + 0.5)
-            box(ctx, (0.04, step - 0.22, 1.1), (sx * hw, yc, 2.25), glass)
+            ctx.box((0.04, step - 0.22, 1.1), (sx * hw, yc, 2.25), glass)
         for y in (-L + 2.3, L - 2.6):
             wheel(ctx, sx * 1.05, y, 0.5, 0.5, 0.32, tyre, hub, segments=20)
-    box(ctx, (0.04, 1.0, 2.3), (hw, -L + 0.95, 1.7), glass)          # door
-    box(ctx, (2 * hw + 0.04, 0.18, 0.3), (0, -L - 0.05, 0.6), dark, bevel=0.04)  # bumper
+    ctx.box((0.04, 1.0, 2.3), (hw, -L + 0.95, 1.7), glass)          # door
+    ctx.box((2 * hw + 0.04, 0.18, 0.3), (0, -L - 0.05, 0.6), dark, bevel=0.04)  # bumper
     return ctx.finish()
 
 
@@ -278,23 +205,23 @@ def truck(ctx):
     side_prism(ctx, [(-3.5, 0.7), (-1.45, 0.7), (-1.45, 2.95), (-3.2, 2.95), (-3.45, 2.1)], -1.2, 1.2, cab)
     slab(ctx, [(-1.1, -3.462, 2.2), (1.1, -3.462, 2.2), (1.1, -3.22, 2.85), (-1.1, -3.22, 2.85)], 0.03, glass)
     for sx in (-1, 1):
-        box(ctx, (0.04, 0.9, 0.7), (sx * 1.2, -2.6, 2.4), glass)       # side windows
-        box(ctx, (0.04, 0.6, 0.05), (sx * 1.2, -2.2, 1.75), dark)      # door line
-        box(ctx, (0.5, 0.06, 0.22), (sx * 0.82, -3.52, 1.1), lamp, bevel=0.02)
+        ctx.box((0.04, 0.9, 0.7), (sx * 1.2, -2.6, 2.4), glass)       # side windows
+        ctx.box((0.04, 0.6, 0.05), (sx * 1.2, -2.2, 1.75), dark)      # door line
+        ctx.box((0.5, 0.06, 0.22), (sx * 0.82, -3.52, 1.1), lamp, bevel=0.02)
         rod(ctx, (sx * 1.18, -3.0, 2.4), (sx * 1.3, -3.2, 2.4), 0.03, dark, 6)
-        box(ctx, (0.06, 0.12, 0.45), (sx * 1.32, -3.2, 2.25), dark)    # mirrors
+        ctx.box((0.06, 0.12, 0.45), (sx * 1.32, -3.2, 2.25), dark)    # mirrors
         wheel(ctx, sx * 1.0, -2.55, 0.5, 0.5, 0.34, tyre, hub)
         for y in (1.6, 2.75):
             wheel(ctx, sx * 1.0, y, 0.5, 0.5, 0.42, tyre, hub)
-        box(ctx, (0.4, 1.2, 0.08), (sx * 1.05, -2.55, 1.05), dark)     # mudguard
-    box(ctx, (1.1, 0.06, 0.7), (0, -3.51, 1.35), chrome)               # grille
+        ctx.box((0.4, 1.2, 0.08), (sx * 1.05, -2.55, 1.05), dark)     # mudguard
+    ctx.box((1.1, 0.06, 0.7), (0, -3.51, 1.35), chrome)               # grille
     for k in range(5):
-        box(ctx, (1.0, 0.07, 0.04), (0, -3.52, 1.07 + k * 0.13), dark)
-    box(ctx, (2.44, 0.25, 0.28), (0, -3.48, 0.62), dark, bevel=0.04)   # bumper
+        ctx.box((1.0, 0.07, 0.04), (0, -3.52, 1.07 + k * 0.13), dark)
+    ctx.box((2.44, 0.25, 0.28), (0, -3.48, 0.62), dark, bevel=0.04)   # bumper
     # chassis and cargo box
-    box(ctx, (1.2, 6.6, 0.3), (0, 0.1, 0.75), dark)
-    box(ctx, (2.5, 4.85, 2.3), (0, 1.075, 2.05), boxm, bevel=0.04)
-    box(ctx, (2.52, 4.87, 0.08), (0, 1.075, 0.94), dark)
+    ctx.box((1.2, 6.6, 0.3), (0, 0.1, 0.75), dark)
+    ctx.box((2.5, 4.85, 2.3), (0, 1.075, 2.05), boxm, bevel=0.04)
+    ctx.box((2.52, 4.87, 0.08), (0, 1.075, 0.94), dark)
     return ctx.finish()
 
 
@@ -311,9 +238,9 @@ def train(ctx):
     white = ctx.material("stripe", WHITE, look="plastic")
     # track
     for sx in (-1, 1):
-        box(ctx, (0.08, 21.8, 0.16), (sx * 0.75, 0.9, 0.18), steel)
+        ctx.box((0.08, 21.8, 0.16), (sx * 0.75, 0.9, 0.18), steel)
     for i in range(31):
-        box(ctx, (2.6, 0.26, 0.1), (0, -9.7 + i * (21.2 / 30), 0.05), sleeper)
+        ctx.box((2.6, 0.26, 0.1), (0, -9.7 + i * (21.2 / 30), 0.05), sleeper)
     first = len(ctx.parts)
     z0, z1, hw = 1.15, 3.85, 1.42
     # locomotive with a sloped cab front
@@ -321,28 +248,28 @@ def train(ctx):
     side_prism(ctx, prof, -hw, hw, body)
     side_prism(ctx, [(-9.98, z0 - 0.02), (-8.6, z0 - 0.02), (-8.6, 2.33), (-9.98, 2.33)], -hw - 0.01, hw + 0.01, nose)
     slab(ctx, [(-1.25, -9.42, 2.62), (1.25, -9.42, 2.62), (1.25, -8.42, 3.72), (-1.25, -8.42, 3.72)], 0.03, glass)
-    box(ctx, (0.06, 0.06, 1.5), (0, -8.95, 3.15), body, rotation=(math.radians(-42), 0, 0))  # centre pillar
+    ctx.box((0.06, 0.06, 1.5), (0, -8.95, 3.15), body, rotation=(math.radians(-42), 0, 0))  # centre pillar
     for sx in (-1, 1):
         ctx.cylinder(0.16, 0.06, (sx * 0.9, -10.0, 1.75), lamp, rotation=(math.pi / 2, 0, 0), segments=12)
-        box(ctx, (0.04, 1.0, 0.7), (sx * hw, -7.8, 3.05), glass)          # cab side window
-    box(ctx, (0.7, 0.3, 0.25), (0, -10.05, 1.25), dark)                   # coupler
+        ctx.box((0.04, 1.0, 0.7), (sx * hw, -7.8, 3.05), glass)          # cab side window
+    ctx.box((0.7, 0.3, 0.25), (0, -10.05, 1.25), dark)                   # coupler
     # carriage
-    box(ctx, (2 * hw, 9.75, z1 - z0), (0, 5.075, (z0 + z1) / 2), body)
-    box(ctx, (1.8, 0.6, 2.3), (0, 0, 2.4), dark)                          # gangway bellows
+    ctx.box((2 * hw, 9.75, z1 - z0), (0, 5.075, (z0 + z1) / 2), body)
+    ctx.box((1.8, 0.6, 2.3), (0, 0, 2.4), dark)                          # gangway bellows
     for y0, y1 in ((-8.3, -0.25), (0.2, 9.95)):
         tbox(ctx, z1, 4.2, (-hw, hw, y0, y1), (-0.95, 0.95, y0 + 0.05, y1 - 0.05), roof)
-    box(ctx, (0.8, 2.2, 0.25), (0, -4.0, 4.25), dark)                     # roof equipment
+    ctx.box((0.8, 2.2, 0.25), (0, -4.0, 4.25), dark)                     # roof equipment
     # side windows, doors, stripe
     for sx in (-1, 1):
-        box(ctx, (0.03, 19.6, 0.12), (sx * (hw + 0.005), 0, 2.05), white)
+        ctx.box((0.03, 19.6, 0.12), (sx * (hw + 0.005), 0, 2.05), white)
         for i in range(5):
-            box(ctx, (0.04, 1.2, 0.75), (sx * hw, 1.4 + i * 1.85, 2.95), glass)
+            ctx.box((0.04, 1.2, 0.75), (sx * hw, 1.4 + i * 1.85, 2.95), glass)
         for y in (-6.0, -2.2):
-            box(ctx, (0.04, 1.4, 0.6), (sx * hw, y, 2.95), glass)
-        box(ctx, (0.04, 0.9, 2.2), (sx * hw, 0.85, 2.3), dark)            # doors
+            ctx.box((0.04, 1.4, 0.6), (sx * hw, y, 2.95), glass)
+        ctx.box((0.04, 0.9, 2.2), (sx * hw, 0.85, 2.3), dark)            # doors
     # bogies and wheels
     for yc in (-7.8, -2.4, 2.6, 8.0):
-        box(ctx, (2.2, 2.6, 0.45), (0, yc, 0.9), dark)
+        ctx.box((2.2, 2.6, 0.45), (0, yc, 0.9), dark)
         for dy in (-0.75, 0.75):
             for sx in (-1, 1):
                 ctx.cylinder(0.45, 0.12, (sx * 0.8, yc + dy, 0.71), steel, rotation=(0, math.pi / 2, 0), segments=16)
@@ -367,7 +294,7 @@ def airplane(ctx):
     for y, r, dz in prof:
         rings.append([(r * math.cos(2 * math.pi * i / n), y, zc + dz + r * math.sin(2 * math.pi * i / n))
                       for i in range(n)])
-    loft(ctx, rings, white)
+    ctx.skin(rings, white)
     # cockpit windows
     slab(ctx, [(-1.0, -17.6, 4.9), (1.0, -17.6, 4.9), (0.85, -16.6, 5.5), (-0.85, -16.6, 5.5)], 0.08, glass, out=(0, -1, 1))
     # wings (swept), one prism each side, plus blue fin and stabilisers
@@ -386,19 +313,19 @@ def airplane(ctx):
         ctx.cylinder(1.05, ey1 - ey0, (ex, (ey0 + ey1) / 2, ez), grey, rotation=(math.pi / 2, 0, 0), segments=16,
                      radius_top=0.8)
         ctx.cylinder(0.85, 0.1, (ex, ey0 - 0.02, ez), dark, rotation=(math.pi / 2, 0, 0), segments=16)
-        box(ctx, (0.3, 2.0, 0.9), (ex, -0.8, zc - 1.4), grey)               # pylon
+        ctx.box((0.3, 2.0, 0.9), (ex, -0.8, zc - 1.4), grey)               # pylon
         # main gear
         ctx.cylinder(0.55, 0.4, (sx * 2.0, 2.0, 0.55), tyre, rotation=(0, math.pi / 2, 0), segments=12)
         rod(ctx, (sx * 2.0, 2.0, 0.55), (sx * 1.6, 2.0, zc - 1.5), 0.15, grey)
         # cabin windows: a dashed row along each side
         for i in range(18):
-            box(ctx, (0.1, 0.35, 0.35), (sx * 1.97, -14.0 + i * 1.4, zc + 0.65), glass)
+            ctx.box((0.1, 0.35, 0.35), (sx * 1.97, -14.0 + i * 1.4, zc + 0.65), glass)
     ctx.cylinder(0.45, 0.35, (0, -14.0, 0.45), tyre, rotation=(0, math.pi / 2, 0), segments=12)
     rod(ctx, (0, -14.0, 0.45), (0, -14.0, zc - 1.5), 0.13, grey)
     fin = [(12.5, 0.0), (18.9, 0.0), (19.6, 6.5), (17.2, 6.5)]
     ctx.prism(fin, 0.4, (-0.2, 0, zc + 1.2), accent, rotation=(math.pi / 2, 0, math.pi / 2))
-    box(ctx, (0.1, 26.0, 0.35), (2.0, -2.5, zc + 0.05), accent)          # cheat line stripe
-    box(ctx, (0.1, 26.0, 0.35), (-2.0, -2.5, zc + 0.05), accent)
+    ctx.box((0.1, 26.0, 0.35), (2.0, -2.5, zc + 0.05), accent)          # cheat line stripe
+    ctx.box((0.1, 26.0, 0.35), (-2.0, -2.5, zc + 0.05), accent)
     return ctx.finish()
 
 
@@ -427,7 +354,7 @@ def bicycle(ctx):
         rod(ctx, (sx * 0.05, -yb, zc), (sx * 0.02, head_bot[1], head_bot[2]), r * 0.8, frame)  # fork
         # pedals and crank
         rod(ctx, (sx * 0.06, bb[1], bb[2]), (sx * 0.07, bb[1] + sx * 0.15, bb[2] - sx * 0.06), 0.012, rim)
-        box(ctx, (0.09, 0.05, 0.02), (sx * 0.11, bb[1] + sx * 0.15, bb[2] - sx * 0.06), black)
+        ctx.box((0.09, 0.05, 0.02), (sx * 0.11, bb[1] + sx * 0.15, bb[2] - sx * 0.06), black)
     ctx.cylinder(0.09, 0.02, (0.045, bb[1], bb[2]), rim, rotation=(0, math.pi / 2, 0), segments=16)  # chainring
     # handlebar
     stem = (0, -0.39, 0.99)
@@ -474,12 +401,12 @@ def motorcycle(ctx):
     ctx.sphere(1.0, (0, -0.2, 0.82), paint, scale=(0.16, 0.3, 0.12), segments=16, rings=8)
     side_prism(ctx, [(0.05, 0.78), (0.68, 0.8), (0.72, 0.86), (0.3, 0.9), (0.08, 0.86)], -0.14, 0.14, black)
     side_prism(ctx, [(0.6, 0.72), (0.95, 0.8), (0.98, 0.86), (0.65, 0.82)], -0.1, 0.1, paint)
-    box(ctx, (0.12, 0.03, 0.05), (0, 0.985, 0.83), tail)
+    ctx.box((0.12, 0.03, 0.05), (0, 0.985, 0.83), tail)
     # frame, engine, exhaust
     rod(ctx, (0, -0.5, 0.85), (0, 0.1, 0.72), 0.03, black)
     rod(ctx, (0, -0.48, 0.8), (0, -0.1, 0.32), 0.03, black)
     rod(ctx, (0, 0.1, 0.72), (0, yw, zc), 0.03, black)
-    box(ctx, (0.3, 0.38, 0.3), (0, -0.08, 0.45), engine, bevel=0.03)
+    ctx.box((0.3, 0.38, 0.3), (0, -0.08, 0.45), engine, bevel=0.03)
     for sx in (-1, 1):
         ctx.cylinder(0.08, 0.22, (sx * 0.12, -0.16, 0.64), chrome, rotation=(0, math.radians(sx * 35), 0), segments=10)
     rod(ctx, (0.16, -0.05, 0.3), (0.2, 0.9, 0.42), 0.045, chrome, 10)
@@ -502,30 +429,30 @@ def boat(ctx):
     for y in ys:
         w, b, t = hw(y), zb(y), zt(y)
         rings.append([(0, y, b), (0.8 * w, y, b + 0.16), (w, y, t), (-w, y, t), (-0.8 * w, y, b + 0.16)])
-    loft(ctx, rings, hull)
+    ctx.skin(rings, hull)
     # stripe band and deck
     rings = []
     for y in ys:
         w, t = hw(y) + 0.012, zt(y)
         rings.append([(-w, y, t - 0.17), (w, y, t - 0.17), (w, y, t - 0.09), (-w, y, t - 0.09)])
-    loft(ctx, rings[1:], stripe)
+    ctx.skin(rings[1:], stripe)
     rings = []
     for y in ys:
         w, t = hw(y) * 0.93, zt(y)
         rings.append([(-w, y, t - 0.06), (w, y, t - 0.06), (w, y, t + 0.012), (-w, y, t + 0.012)])
-    loft(ctx, rings[1:], deck)
+    ctx.skin(rings[1:], deck)
     # cabin with windscreen and roof
-    box(ctx, (1.0, 1.3, 0.3), (0, 0.25, 0.9), cabin, bevel=0.04)
+    ctx.box((1.0, 1.3, 0.3), (0, 0.25, 0.9), cabin, bevel=0.04)
     slab(ctx, [(-0.52, -0.42, 0.95), (0.52, -0.42, 0.95), (0.45, -0.12, 1.16), (-0.45, -0.12, 1.16)], 0.02, glass)
     for sx in (-1, 1):
-        box(ctx, (0.03, 0.9, 0.14), (sx * 0.5, 0.25, 0.95), glass)
-    box(ctx, (1.1, 1.2, 0.05), (0, 0.4, 1.175), cabin, bevel=0.015)
+        ctx.box((0.03, 0.9, 0.14), (sx * 0.5, 0.25, 0.95), glass)
+    ctx.box((1.1, 1.2, 0.05), (0, 0.4, 1.175), cabin, bevel=0.015)
     for sx in (-1, 1):
         rod(ctx, (sx * 0.48, -0.12, 1.16), (sx * 0.48, 0.95, 1.16), 0.02, cabin)
         rod(ctx, (sx * 0.48, 0.95, 1.16), (sx * 0.48, 0.95, 0.95), 0.02, cabin)
     # outboard motor
-    box(ctx, (0.3, 0.3, 0.4), (0, 2.1, 0.85), black, bevel=0.05)
-    box(ctx, (0.1, 0.12, 0.6), (0, 2.15, 0.45), black)
+    ctx.box((0.3, 0.3, 0.4), (0, 2.1, 0.85), black, bevel=0.05)
+    ctx.box((0.1, 0.12, 0.6), (0, 2.15, 0.45), black)
     return ctx.finish()
 
 
@@ -555,10 +482,10 @@ def skateboard(ctx):
     board(ctx, -L + 0.02, L - 0.02, 40, lambda y: hw(y) - 0.008, lambda y: zb(y) + 0.012, lambda y: 0.0015, grip,
           round_edge=False)
     for y in (-0.25, 0.25):
-        box(ctx, (0.05, 0.06, 0.012), (0, y, 0.062), metal)
-        box(ctx, (0.04, 0.04, 0.025), (0, y, 0.045), metal)
+        ctx.box((0.05, 0.06, 0.012), (0, y, 0.062), metal)
+        ctx.box((0.04, 0.04, 0.025), (0, y, 0.045), metal)
         rod(ctx, (-0.1, y, 0.027), (0.1, y, 0.027), 0.006, metal)
-        box(ctx, (0.15, 0.025, 0.02), (0, y, 0.032), metal)
+        ctx.box((0.15, 0.025, 0.02), (0, y, 0.032), metal)
         for sx in (-1, 1):
             ctx.cylinder(0.027, 0.032, (sx * 0.09, y, 0.027), wheelm, rotation=(0, math.pi / 2, 0), segments=14)
             for dy in (-0.02, 0.02):
@@ -584,10 +511,10 @@ def skis(ctx):
                    round_edge=False)
         st.location.x = cx
         # bindings: toe piece, heel piece, plate
-        box(ctx, (0.07, 0.09, 0.03), (cx, -0.12, 0.027), binding, bevel=0.008)
-        box(ctx, (0.075, 0.11, 0.04), (cx, 0.2, 0.032), binding, bevel=0.01)
-        box(ctx, (0.06, 0.26, 0.006), (cx, 0.04, 0.015), accent)
-        box(ctx, (0.08, 0.03, 0.012), (cx, 0.16, 0.05), accent)
+        ctx.box((0.07, 0.09, 0.03), (cx, -0.12, 0.027), binding, bevel=0.008)
+        ctx.box((0.075, 0.11, 0.04), (cx, 0.2, 0.032), binding, bevel=0.01)
+        ctx.box((0.06, 0.26, 0.006), (cx, 0.04, 0.015), accent)
+        ctx.box((0.08, 0.03, 0.012), (cx, 0.16, 0.05), accent)
     return ctx.finish()
 
 
@@ -617,12 +544,12 @@ def snowboard(ctx):
     for yc, ang in ((-0.26, 15), (0.26, -10)):
         rot = math.radians(ang)
         parts = []
-        parts.append(box(ctx, (0.22, 0.11, 0.012), (0, 0, 0.018), binding, bevel=0.004))
+        parts.append(ctx.box((0.22, 0.11, 0.012), (0, 0, 0.018), binding, bevel=0.004))
         parts.append(tbox(ctx, 0.012, 0.045, (-0.1, 0.1, 0.04, 0.065), (-0.08, 0.08, 0.075, 0.09), binding))  # highback
         for sx in (-1, 1):
-            parts.append(box(ctx, (0.012, 0.11, 0.02), (sx * 0.1, 0, 0.03), binding))
-        parts.append(box(ctx, (0.2, 0.05, 0.016), (0, -0.04, 0.036), strap, bevel=0.004))
-        parts.append(box(ctx, (0.2, 0.035, 0.016), (0, 0.025, 0.036), strap, bevel=0.004))
+            parts.append(ctx.box((0.012, 0.11, 0.02), (sx * 0.1, 0, 0.03), binding))
+        parts.append(ctx.box((0.2, 0.05, 0.016), (0, -0.04, 0.036), strap, bevel=0.004))
+        parts.append(ctx.box((0.2, 0.035, 0.016), (0, 0.025, 0.036), strap, bevel=0.004))
         for p in parts:
             m = Matrix.Translation((0, yc, 0)) @ Matrix.Rotation(rot, 4, "Z") @ p.matrix_basis
             p.matrix_basis = m
@@ -662,10 +589,10 @@ def bench(ctx):
     wood = ctx.material("slats", WOOD, look="rubber")
     iron = ctx.material("iron", (0.08, 0.08, 0.09), look="metal")
     for y in (-0.24, -0.13, -0.02, 0.09):
-        box(ctx, (1.8, 0.09, 0.035), (0, y, 0.44), wood, bevel=0.008)
+        ctx.box((1.8, 0.09, 0.035), (0, y, 0.44), wood, bevel=0.008)
     tilt = math.radians(-15)
     for k, z in enumerate((0.56, 0.67, 0.78)):
-        box(ctx, (1.8, 0.025, 0.08), (0, 0.2 + (z - 0.56) * 0.27, z), wood, rotation=(tilt, 0, 0), bevel=0.006)
+        ctx.box((1.8, 0.025, 0.08), (0, 0.2 + (z - 0.56) * 0.27, z), wood, rotation=(tilt, 0, 0), bevel=0.006)
     for x in (-0.8, 0.0, 0.8):
         arm = abs(x) > 0.1
         rod(ctx, (x, -0.24, 0.0), (x, -0.22, 0.43), 0.025, iron, 8)
@@ -684,12 +611,12 @@ def bed(ctx):
     frame = ctx.material("frame", WOOD)
     sheet = ctx.material("sheet", (0.95, 0.95, 0.93), look="plastic")
     blanket = ctx.material("blanket", (0.22, 0.4, 0.72), primary=True)
-    box(ctx, (1.6, 0.08, 1.0), (0, 1.01, 0.5), frame, bevel=0.02)      # headboard
-    box(ctx, (1.6, 0.07, 0.5), (0, -1.015, 0.25), frame, bevel=0.02)   # footboard
-    box(ctx, (1.52, 1.96, 0.18), (0, 0, 0.22), frame)                  # side rails
-    box(ctx, (1.48, 1.94, 0.22), (0, -0.0, 0.42), sheet, bevel=0.04)   # mattress
-    box(ctx, (1.56, 1.42, 0.2), (0, -0.28, 0.47), blanket, bevel=0.05)  # blanket over the lower part
-    box(ctx, (1.57, 0.18, 0.05), (0, 0.4, 0.565), sheet, bevel=0.02)  # turned-down sheet
+    ctx.box((1.6, 0.08, 1.0), (0, 1.01, 0.5), frame, bevel=0.02)      # headboard
+    ctx.box((1.6, 0.07, 0.5), (0, -1.015, 0.25), frame, bevel=0.02)   # footboard
+    ctx.box((1.52, 1.96, 0.18), (0, 0, 0.22), frame)                  # side rails
+    ctx.box((1.48, 1.94, 0.22), (0, -0.0, 0.42), sheet, bevel=0.04)   # mattress
+    ctx.box((1.56, 1.42, 0.2), (0, -0.28, 0.47), blanket, bevel=0.05)  # blanket over the lower part
+    ctx.box((1.57, 0.18, 0.05), (0, 0.4, 0.565), sheet, bevel=0.02)  # turned-down sheet
     for sx in (-1, 1):
         ctx.sphere(1.0, (sx * 0.36, 0.72, 0.6), sheet, scale=(0.32, 0.18, 0.08), segments=16, rings=8)
     return ctx.finish()
@@ -700,13 +627,13 @@ def couch(ctx):
     fabric = ctx.material("fabric", (0.3, 0.45, 0.55), primary=True)
     cushion = ctx.material("cushion", (0.36, 0.52, 0.62), primary=True)
     legm = ctx.material("legs", (0.15, 0.1, 0.06))
-    box(ctx, (1.72, 0.9, 0.3), (0, 0, 0.25), fabric, bevel=0.03)          # base
-    box(ctx, (1.72, 0.22, 0.55), (0, 0.34, 0.6), fabric, bevel=0.06)      # back
+    ctx.box((1.72, 0.9, 0.3), (0, 0, 0.25), fabric, bevel=0.03)          # base
+    ctx.box((1.72, 0.22, 0.55), (0, 0.34, 0.6), fabric, bevel=0.06)      # back
     for k in (-1, 0, 1):
-        box(ctx, (0.56, 0.68, 0.14), (k * 0.57, -0.1, 0.47), cushion, bevel=0.04)
-        box(ctx, (0.56, 0.17, 0.38), (k * 0.57, 0.15, 0.7), cushion, rotation=(math.radians(-10), 0, 0), bevel=0.05)
+        ctx.box((0.56, 0.68, 0.14), (k * 0.57, -0.1, 0.47), cushion, bevel=0.04)
+        ctx.box((0.56, 0.17, 0.38), (k * 0.57, 0.15, 0.7), cushion, rotation=(math.radians(-10), 0, 0), bevel=0.05)
     for sx in (-1, 1):
-        box(ctx, (0.16, 0.9, 0.5), (sx * 0.92, 0, 0.35), fabric, bevel=0.04)
+        ctx.box((0.16, 0.9, 0.5), (sx * 0.92, 0, 0.35), fabric, bevel=0.04)
         ctx.cylinder(0.1, 0.9, (sx * 0.92, 0, 0.6), fabric, rotation=(math.pi / 2, 0, 0), segments=14)
         for y in (-0.38, 0.38):
             ctx.cylinder(0.03, 0.1, (sx * 0.9, y, 0.05), legm, segments=8)
@@ -717,15 +644,15 @@ def couch(ctx):
 def chair(ctx):
     wood = ctx.material("wood", WOOD, primary=True)
     for sx in (-1, 1):
-        box(ctx, (0.04, 0.04, 0.45), (sx * 0.21, -0.21, 0.225), wood)
-        box(ctx, (0.04, 0.04, 0.9), (sx * 0.21, 0.21, 0.45), wood, rotation=(math.radians(-4), 0, 0))
-        box(ctx, (0.025, 0.4, 0.03), (sx * 0.21, 0, 0.16), wood)
-    box(ctx, (0.4, 0.025, 0.03), (0, -0.21, 0.16), wood)
-    box(ctx, (0.5, 0.5, 0.045), (0, 0, 0.46), wood, bevel=0.012)
-    box(ctx, (0.44, 0.03, 0.11), (0, 0.225, 0.82), wood, rotation=(math.radians(-4), 0, 0), bevel=0.008)
-    box(ctx, (0.44, 0.025, 0.04), (0, 0.215, 0.6), wood, rotation=(math.radians(-4), 0, 0))
+        ctx.box((0.04, 0.04, 0.45), (sx * 0.21, -0.21, 0.225), wood)
+        ctx.box((0.04, 0.04, 0.9), (sx * 0.21, 0.21, 0.45), wood, rotation=(math.radians(-4), 0, 0))
+        ctx.box((0.025, 0.4, 0.03), (sx * 0.21, 0, 0.16), wood)
+    ctx.box((0.4, 0.025, 0.03), (0, -0.21, 0.16), wood)
+    ctx.box((0.5, 0.5, 0.045), (0, 0, 0.46), wood, bevel=0.012)
+    ctx.box((0.44, 0.03, 0.11), (0, 0.225, 0.82), wood, rotation=(math.radians(-4), 0, 0), bevel=0.008)
+    ctx.box((0.44, 0.025, 0.04), (0, 0.215, 0.6), wood, rotation=(math.radians(-4), 0, 0))
     for x in (-0.1, 0.0, 0.1):
-        box(ctx, (0.035, 0.02, 0.22), (x, 0.218, 0.71), wood, rotation=(math.radians(-4), 0, 0))
+        ctx.box((0.035, 0.02, 0.22), (x, 0.218, 0.71), wood, rotation=(math.radians(-4), 0, 0))
     return ctx.finish()
 
 
@@ -734,15 +661,15 @@ def desk(ctx):
     wood = ctx.material("wood", WOOD)
     front = ctx.material("drawer", WOOD_LIGHT)
     metal = ctx.material("handle", CHROME, look="metal")
-    box(ctx, (1.4, 0.7, 0.04), (0, 0, 0.74), wood, bevel=0.008)
-    box(ctx, (0.44, 0.64, 0.72), (0.46, 0.0, 0.36), wood)                      # drawer pedestal
-    box(ctx, (0.04, 0.64, 0.72), (-0.66, 0.0, 0.36), wood)                     # side panel
-    box(ctx, (0.9, 0.03, 0.4), (-0.2, 0.3, 0.5), wood)                         # modesty panel
+    ctx.box((1.4, 0.7, 0.04), (0, 0, 0.74), wood, bevel=0.008)
+    ctx.box((0.44, 0.64, 0.72), (0.46, 0.0, 0.36), wood)                      # drawer pedestal
+    ctx.box((0.04, 0.64, 0.72), (-0.66, 0.0, 0.36), wood)                     # side panel
+    ctx.box((0.9, 0.03, 0.4), (-0.2, 0.3, 0.5), wood)                         # modesty panel
     for z0, h in ((0.04, 0.24), (0.3, 0.18), (0.5, 0.18)):
-        box(ctx, (0.4, 0.02, h - 0.02), (0.46, -0.325, z0 + h / 2), front, bevel=0.004)
-        box(ctx, (0.14, 0.025, 0.02), (0.46, -0.345, z0 + h / 2 + (0.04 if h > 0.2 else 0)), metal)
-    box(ctx, (0.82, 0.02, 0.09), (-0.22, -0.31, 0.665), front, bevel=0.004)   # centre drawer
-    box(ctx, (0.16, 0.025, 0.02), (-0.22, -0.33, 0.665), metal)
+        ctx.box((0.4, 0.02, h - 0.02), (0.46, -0.325, z0 + h / 2), front, bevel=0.004)
+        ctx.box((0.14, 0.025, 0.02), (0.46, -0.345, z0 + h / 2 + (0.04 if h > 0.2 else 0)), metal)
+    ctx.box((0.82, 0.02, 0.09), (-0.22, -0.31, 0.665), front, bevel=0.004)   # centre drawer
+    ctx.box((0.16, 0.025, 0.02), (-0.22, -0.33, 0.665), metal)
     return ctx.finish()
 
 
@@ -753,17 +680,17 @@ def door(ctx):
     frame = ctx.material("frame", (0.93, 0.92, 0.88), look="plastic")
     brass = ctx.material("handle", (0.85, 0.68, 0.25), look="metal")
     for sx in (-1, 1):
-        box(ctx, (0.06, 0.08, 2.05), (sx * 0.42, 0, 1.025), frame)
-    box(ctx, (0.78, 0.08, 0.06), (0, 0, 2.02), frame)
-    box(ctx, (0.78, 0.045, 1.99), (0, 0, 0.995), leaf)
+        ctx.box((0.06, 0.08, 2.05), (sx * 0.42, 0, 1.025), frame)
+    ctx.box((0.78, 0.08, 0.06), (0, 0, 2.02), frame)
+    ctx.box((0.78, 0.045, 1.99), (0, 0, 0.995), leaf)
     for sx in (-1, 1):
         for z0, z1 in ((0.12, 0.9), (1.05, 1.85)):
-            box(ctx, (0.26, 0.02, z1 - z0), (sx * 0.18, -0.027, (z0 + z1) / 2), panel, bevel=0.008)
+            ctx.box((0.26, 0.02, z1 - z0), (sx * 0.18, -0.027, (z0 + z1) / 2), panel, bevel=0.008)
     # handle: rose plus lever, and a keyhole plate
     ctx.cylinder(0.03, 0.03, (0.3, -0.04, 1.0), brass, rotation=(math.pi / 2, 0, 0), segments=12)
     rod(ctx, (0.3, -0.06, 1.0), (0.18, -0.07, 1.0), 0.012, brass, 8)
     rod(ctx, (0.3, -0.04, 1.0), (0.3, -0.075, 1.0), 0.012, brass, 8)
-    box(ctx, (0.03, 0.01, 0.07), (0.3, -0.028, 0.9), brass)
+    ctx.box((0.03, 0.01, 0.07), (0.3, -0.028, 0.9), brass)
     return ctx.finish()
 
 
@@ -773,19 +700,19 @@ def window(ctx):
     glass = ctx.material("glass", (0.55, 0.75, 0.92), look="glossy")
     shine = ctx.material("shine", (0.88, 0.95, 1.0), look="glossy")
     t = 0.08
-    box(ctx, (1.04, 0.02, 1.24), (0, 0.0, 0.7), glass)
+    ctx.box((1.04, 0.02, 1.24), (0, 0.0, 0.7), glass)
     for sx in (-1, 1):
-        box(ctx, (t, t, 1.4), (sx * (0.6 - t / 2), 0.0, 0.7), frame, bevel=0.01)
+        ctx.box((t, t, 1.4), (sx * (0.6 - t / 2), 0.0, 0.7), frame, bevel=0.01)
     for z in (t / 2, 1.4 - t / 2):
-        box(ctx, (1.2 - 2 * t, t * 0.9, t), (0, 0.0, z), frame, bevel=0.01)
-    box(ctx, (0.05, 0.06, 1.25), (0, 0.0, 0.7), frame)             # mullion
-    box(ctx, (1.05, 0.054, 0.05), (0, 0.0, 0.78), frame)           # transom
-    box(ctx, (1.2, 0.12, 0.04), (0, -0.02, 0.02), frame, bevel=0.008)  # sill
+        ctx.box((1.2 - 2 * t, t * 0.9, t), (0, 0.0, z), frame, bevel=0.01)
+    ctx.box((0.05, 0.06, 1.25), (0, 0.0, 0.7), frame)             # mullion
+    ctx.box((1.05, 0.054, 0.05), (0, 0.0, 0.78), frame)           # transom
+    ctx.box((1.2, 0.12, 0.04), (0, -0.02, 0.02), frame, bevel=0.008)  # sill
     # reflections on the panes
     for cx, cz in ((-0.3, 1.1), (0.28, 0.4)):
         for k, w in enumerate((0.05, 0.025)):
             off = k * 0.09
-            box(ctx, (w, 0.004, 0.3), (cx + off, -0.012, cz - off), shine, rotation=(0, math.radians(40), 0))
+            ctx.box((w, 0.004, 0.3), (cx + off, -0.012, cz - off), shine, rotation=(0, math.radians(40), 0))
     return ctx.finish()
 
 
@@ -796,16 +723,16 @@ def toilet(ctx):
     water = ctx.material("water", (0.55, 0.7, 0.8), look="glossy")
     chrome = ctx.material("chrome", CHROME, look="metal")
     # tank
-    box(ctx, (0.4, 0.17, 0.36), (0, 0.26, 0.6), china, bevel=0.02)
-    box(ctx, (0.42, 0.19, 0.035), (0, 0.26, 0.79), china, bevel=0.012)
+    ctx.box((0.4, 0.17, 0.36), (0, 0.26, 0.6), china, bevel=0.02)
+    ctx.box((0.42, 0.19, 0.035), (0, 0.26, 0.79), china, bevel=0.012)
     rod(ctx, (-0.14, 0.17, 0.72), (-0.07, 0.16, 0.72), 0.01, chrome)
     # bowl: a loft of ellipses from pedestal to rim
-    rings = [ellipse(0, 0.05, 0.11, 0.16, 0.0), ellipse(0, 0.03, 0.1, 0.15, 0.14),
-             ellipse(0, -0.02, 0.15, 0.22, 0.28), ellipse(0, -0.05, 0.18, 0.25, 0.36),
-             ellipse(0, -0.05, 0.18, 0.25, 0.38)]
-    loft(ctx, rings, china)
-    box(ctx, (0.26, 0.2, 0.36), (0, 0.12, 0.18), china, bevel=0.02)       # back of pedestal
-    loft(ctx, [ellipse(0, -0.07, 0.12, 0.16, 0.381), ellipse(0, -0.07, 0.12, 0.16, 0.384)], water)
+    rings = [at_height(ellipse(rx, ry, 20, cy=cy), z) for rx, ry, cy, z in
+             ((0.11, 0.16, 0.05, 0.0), (0.1, 0.15, 0.03, 0.14), (0.15, 0.22, -0.02, 0.28), (0.18, 0.25, -0.05, 0.36),
+              (0.18, 0.25, -0.05, 0.38))]
+    ctx.skin(rings, china)
+    ctx.box((0.26, 0.2, 0.36), (0, 0.12, 0.18), china, bevel=0.02)       # back of pedestal
+    ctx.skin([at_height(ellipse(0.12, 0.16, 20, cy=-0.07), z) for z in (0.381, 0.384)], water)
     # seat ring and raised lid
     ctx.torus(1.0, 0.16, (0, -0.05, 0.4), seat, segments=28, ring_segments=8)
     ctx.parts[-1].scale = (0.16, 0.225, 0.16)
@@ -822,12 +749,12 @@ def sink(ctx):
     dark = ctx.material("drain", (0.2, 0.2, 0.22), look="metal")
     hot = ctx.material("hot", (0.8, 0.1, 0.1), look="plastic")
     cold = ctx.material("cold", (0.1, 0.3, 0.85), look="plastic")
-    loft(ctx, [ellipse(0, 0.06, 0.13, 0.1, 0.0), ellipse(0, 0.06, 0.09, 0.07, 0.25),
-               ellipse(0, 0.06, 0.09, 0.07, 0.5), ellipse(0, 0.04, 0.14, 0.1, 0.7)], china)
-    rings = [rounded_rect(0, 0, 0.26, 0.19, 0.1, 0.66), rounded_rect(0, 0, 0.3, 0.225, 0.12, 0.78),
-             rounded_rect(0, 0, 0.3, 0.225, 0.12, 0.84)]
-    loft(ctx, rings, china)
-    loft(ctx, [ellipse(0, -0.035, 0.22, 0.14, 0.8405, 28), ellipse(0, -0.035, 0.22, 0.14, 0.8425, 28)], basin)
+    ctx.skin([at_height(ellipse(rx, ry, 20, cy=cy), z) for rx, ry, cy, z in
+              ((0.13, 0.1, 0.06, 0.0), (0.09, 0.07, 0.06, 0.25), (0.09, 0.07, 0.06, 0.5), (0.14, 0.1, 0.04, 0.7))], china)
+    rings = [at_height(rounded_rect(hx, hy, r), z) for hx, hy, r, z in
+             ((0.26, 0.19, 0.1, 0.66), (0.3, 0.225, 0.12, 0.78), (0.3, 0.225, 0.12, 0.84))]
+    ctx.skin(rings, china)
+    ctx.skin([at_height(ellipse(0.22, 0.14, 28, cy=-0.035), z) for z in (0.8405, 0.8425)], basin)
     ctx.cylinder(0.02, 0.004, (0, -0.035, 0.844), dark, segments=12)
     # tap: column, spout, handles
     ctx.cylinder(0.022, 0.08, (0, 0.16, 0.88), chrome, segments=12)
@@ -835,7 +762,7 @@ def sink(ctx):
     ctx.cylinder(0.016, 0.03, (0, 0.07, 0.9), chrome, segments=10)
     for sx, m in ((-1, hot), (1, cold)):
         ctx.cylinder(0.02, 0.04, (sx * 0.11, 0.16, 0.86), chrome, segments=10)
-        box(ctx, (0.06, 0.015, 0.015), (sx * 0.11, 0.16, 0.885), chrome)
+        ctx.box((0.06, 0.015, 0.015), (sx * 0.11, 0.16, 0.885), chrome)
         ctx.cylinder(0.012, 0.01, (sx * 0.11, 0.16, 0.895), m, segments=10)
     return ctx.finish()
 
@@ -846,14 +773,14 @@ def refrigerator(ctx):
     doorm = ctx.material("door", (0.95, 0.95, 0.93), primary=True, look="plastic")
     handle = ctx.material("handle", (0.45, 0.46, 0.48), look="metal")
     dark = ctx.material("plinth", (0.15, 0.15, 0.16))
-    box(ctx, (0.7, 0.66, 1.74), (0, 0.02, 0.93), body, bevel=0.02)
-    box(ctx, (0.66, 0.04, 0.06), (0, -0.3, 0.03), dark)
+    ctx.box((0.7, 0.66, 1.74), (0, 0.02, 0.93), body, bevel=0.02)
+    ctx.box((0.66, 0.04, 0.06), (0, -0.3, 0.03), dark)
     for z0, z1, hz0, hz1 in ((0.07, 1.19, 0.75, 1.12), (1.22, 1.79, 1.26, 1.55)):
-        box(ctx, (0.68, 0.05, z1 - z0), (0, -0.325, (z0 + z1) / 2), doorm, bevel=0.015)
-        box(ctx, (0.035, 0.04, hz1 - hz0), (0.27, -0.38, (hz0 + hz1) / 2), handle, bevel=0.008)
+        ctx.box((0.68, 0.05, z1 - z0), (0, -0.325, (z0 + z1) / 2), doorm, bevel=0.015)
+        ctx.box((0.035, 0.04, hz1 - hz0), (0.27, -0.38, (hz0 + hz1) / 2), handle, bevel=0.008)
         for hz in (hz0 + 0.02, hz1 - 0.02):
-            box(ctx, (0.025, 0.04, 0.02), (0.27, -0.355, hz), handle)
-    box(ctx, (0.66, 0.02, 0.015), (0, -0.35, 1.205), dark)        # gap between doors
+            ctx.box((0.025, 0.04, 0.02), (0.27, -0.355, hz), handle)
+    ctx.box((0.66, 0.02, 0.015), (0, -0.35, 1.205), dark)        # gap between doors
     return ctx.finish()
 
 
@@ -864,25 +791,25 @@ def oven(ctx):
     black = ctx.material("hob", (0.06, 0.06, 0.07), look="glossy")
     chrome = ctx.material("handle", CHROME, look="metal")
     knob = ctx.material("knob", (0.15, 0.15, 0.16), look="plastic")
-    box(ctx, (0.6, 0.58, 0.82), (0, 0.01, 0.41), white, bevel=0.01)
-    box(ctx, (0.6, 0.05, 0.12), (0, 0.275, 0.84), white, bevel=0.01)          # backsplash
-    box(ctx, (0.56, 0.02, 0.06), (0, -0.285, 0.03), black)                    # kickplate
-    box(ctx, (0.58, 0.56, 0.008), (0, 0.0, 0.824), black)                      # hob top
+    ctx.box((0.6, 0.58, 0.82), (0, 0.01, 0.41), white, bevel=0.01)
+    ctx.box((0.6, 0.05, 0.12), (0, 0.275, 0.84), white, bevel=0.01)          # backsplash
+    ctx.box((0.56, 0.02, 0.06), (0, -0.285, 0.03), black)                    # kickplate
+    ctx.box((0.58, 0.56, 0.008), (0, 0.0, 0.824), black)                      # hob top
     for x, y, r in ((-0.14, -0.12, 0.085), (0.14, -0.12, 0.065), (-0.14, 0.13, 0.065), (0.14, 0.13, 0.085)):
         ctx.cylinder(r, 0.012, (x, y, 0.832), ctx.material("burner", (0.3, 0.3, 0.32), look="metal"), segments=20)
         ctx.cylinder(r * 0.55, 0.014, (x, y, 0.833), black, segments=16)
     # door with window and handle
-    box(ctx, (0.56, 0.03, 0.5), (0, -0.295, 0.37), white, bevel=0.008)
-    box(ctx, (0.4, 0.01, 0.28), (0, -0.312, 0.35), glass)
+    ctx.box((0.56, 0.03, 0.5), (0, -0.295, 0.37), white, bevel=0.008)
+    ctx.box((0.4, 0.01, 0.28), (0, -0.312, 0.35), glass)
     rod(ctx, (-0.22, -0.35, 0.58), (0.22, -0.35, 0.58), 0.012, chrome)
     for sx in (-1, 1):
         rod(ctx, (sx * 0.2, -0.35, 0.58), (sx * 0.2, -0.3, 0.58), 0.008, chrome)
     # control panel with knobs
-    box(ctx, (0.56, 0.02, 0.12), (0, -0.29, 0.73), black)
+    ctx.box((0.56, 0.02, 0.12), (0, -0.29, 0.73), black)
     for x in (-0.21, -0.12, 0.12, 0.21):
         ctx.cylinder(0.025, 0.03, (x, -0.31, 0.73), knob, rotation=(math.pi / 2, 0, 0), segments=14)
-        box(ctx, (0.006, 0.01, 0.03), (x, -0.326, 0.74), chrome)
-    box(ctx, (0.1, 0.01, 0.04), (0, -0.302, 0.73), ctx.material("clock", (0.2, 0.8, 0.35), emission=1.0))
+        ctx.box((0.006, 0.01, 0.03), (x, -0.326, 0.74), chrome)
+    ctx.box((0.1, 0.01, 0.04), (0, -0.302, 0.73), ctx.material("clock", (0.2, 0.8, 0.35), emission=1.0))
     return ctx.finish()
 
 
@@ -893,16 +820,16 @@ def microwave(ctx):
     panel = ctx.material("panel", (0.2, 0.2, 0.22), look="plastic")
     key = ctx.material("key", (0.82, 0.83, 0.85), look="plastic")
     display = ctx.material("display", (0.2, 0.85, 0.4), emission=1.0)
-    box(ctx, (0.5, 0.36, 0.3), (0, 0.01, 0.15), white, bevel=0.015)
-    box(ctx, (0.36, 0.015, 0.26), (-0.06, -0.175, 0.15), white, bevel=0.006)   # door
-    box(ctx, (0.27, 0.008, 0.18), (-0.075, -0.184, 0.15), glass)
-    box(ctx, (0.015, 0.02, 0.2), (0.1, -0.19, 0.15), panel)                    # handle
-    box(ctx, (0.1, 0.01, 0.26), (0.185, -0.173, 0.15), panel)
-    box(ctx, (0.08, 0.01, 0.03), (0.185, -0.179, 0.255), display)
+    ctx.box((0.5, 0.36, 0.3), (0, 0.01, 0.15), white, bevel=0.015)
+    ctx.box((0.36, 0.015, 0.26), (-0.06, -0.175, 0.15), white, bevel=0.006)   # door
+    ctx.box((0.27, 0.008, 0.18), (-0.075, -0.184, 0.15), glass)
+    ctx.box((0.015, 0.02, 0.2), (0.1, -0.19, 0.15), panel)                    # handle
+    ctx.box((0.1, 0.01, 0.26), (0.185, -0.173, 0.15), panel)
+    ctx.box((0.08, 0.01, 0.03), (0.185, -0.179, 0.255), display)
     for r in range(4):
         for c in range(3):
-            box(ctx, (0.018, 0.008, 0.018), (0.16 + c * 0.025, -0.18, 0.205 - r * 0.03), key)
-    box(ctx, (0.07, 0.008, 0.025), (0.185, -0.18, 0.06), ctx.material("start", (0.15, 0.7, 0.25), look="plastic"))
+            ctx.box((0.018, 0.008, 0.018), (0.16 + c * 0.025, -0.18, 0.205 - r * 0.03), key)
+    ctx.box((0.07, 0.008, 0.025), (0.185, -0.18, 0.06), ctx.material("start", (0.15, 0.7, 0.25), look="plastic"))
     for sx in (-1, 1):
         for y in (-0.14, 0.16):
             ctx.cylinder(0.015, 0.01, (sx * 0.21, y, 0.005), panel, segments=8)

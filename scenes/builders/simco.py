@@ -3,8 +3,7 @@
 Flat shapes (heart, moon, cross, snowflake, leaf, arrow, star) stand upright facing
 the camera: their outline lies in the x-z plane and their thickness runs along y.
 The helpers below add what parts.py lacks: rounded ("puffy") extrusions of an
-outline, surfaces of revolution (lathe), swept tubes, curved slabs, and smooth
-shading split at sharp edges.
+outline, curved slabs, and smooth shading of the whole object split at sharp edges.
 """
 
 from __future__ import annotations
@@ -15,6 +14,8 @@ from typing import Callable, Sequence
 import bmesh
 import bpy
 
+from comco.scenes.outlines import arc, signed_area
+from comco.scenes.parts import smooth_shading
 from comco.scenes.registry import builder
 
 BODY = (0.55, 0.55, 0.55)
@@ -28,42 +29,15 @@ def _body(ctx):
     return ctx.material("body", BODY, primary=True)
 
 
-def _add_bm(ctx, bm: bmesh.types.BMesh, name: str, mat) -> bpy.types.Object:
-    """Link a finished bmesh as one part of the builder (identity transform)."""
-    bmesh.ops.recalc_face_normals(bm, faces=bm.faces[:])
-    me = bpy.data.meshes.new(name)
-    bm.to_mesh(me)
-    bm.free()
-    if mat is not None:
-        me.materials.append(mat)
-    ob = bpy.data.objects.new(name, me)
-    ctx.collection.objects.link(ob)
-    ctx.parts.append(ob)
-    return ob
-
-
 def _done(ctx, sharp_deg: float = 40.0) -> bpy.types.Object:
     """ctx.finish(), then smooth shading split at edges sharper than `sharp_deg` (0: all flat)."""
     ob = ctx.finish()
     bm = bmesh.new()
     bm.from_mesh(ob.data)
-    limit = math.radians(sharp_deg)
-    for f in bm.faces:
-        f.smooth = sharp_deg > 0
-    for e in bm.edges:
-        if sharp_deg <= 0:
-            e.smooth = False
-        elif len(e.link_faces) == 2:
-            e.smooth = e.calc_face_angle(math.pi) < limit
-        else:
-            e.smooth = False
+    smooth_shading(bm, sharp_deg, sharp_boundary=True)
     bm.to_mesh(ob.data)
     bm.free()
     return ob
-
-
-def _area(poly: Sequence[Sequence[float]]) -> float:
-    return 0.5 * sum(poly[i - 1][0] * poly[i][1] - poly[i][0] * poly[i - 1][1] for i in range(len(poly)))
 
 
 def _seg_dist(p, a, b) -> float:
@@ -139,7 +113,7 @@ def _puffy(ctx, outline, thickness: float, mat, rounding: float = 0.0, steps: in
     """
     shape = outline if callable(outline) else None
     poly = [tuple(p) for p in (shape(0.0) if shape else outline)]
-    flip = _area(poly) < 0
+    flip = signed_area(poly) < 0
     if flip:
         poly.reverse()
     r = min(rounding, thickness / 2)
@@ -155,7 +129,6 @@ def _puffy(ctx, outline, thickness: float, mat, rounding: float = 0.0, steps: in
     else:
         layers = [(0.0, -half), (0.0, half)]
     room = _room(poly, 2.5 * r) if r > 0 and shape is None else None
-    bm = bmesh.new()
     rings = []
     for inset, w in layers:
         if inset <= 1e-9:
@@ -172,87 +145,9 @@ def _puffy(ctx, outline, thickness: float, mat, rounding: float = 0.0, steps: in
                 co = (u + offset[0], w + offset[1], v + offset[2])
             else:
                 co = (u + offset[0], v + offset[1], w + half + offset[2])
-            if warp is not None:
-                co = warp(*co)
-            ring.append(bm.verts.new(co))
+            ring.append(warp(*co) if warp is not None else co)
         rings.append(ring)
-    n = len(poly)
-    for a, b in zip(rings, rings[1:]):
-        for i in range(n):
-            j = (i + 1) % n
-            bm.faces.new((a[i], a[j], b[j], b[i]))
-    bm.faces.new(list(reversed(rings[0])))
-    bm.faces.new(rings[-1])
-    return _add_bm(ctx, bm, "puffy", mat)
-
-
-def _lathe(ctx, profile, mat, segments: int = 48, location=(0.0, 0.0, 0.0), scale=(1.0, 1.0, 1.0)):
-    """Revolve a (r, z) profile around z. Points with r == 0 become poles, so a profile
-    that starts and ends on the axis gives a closed surface."""
-    bm = bmesh.new()
-    rings = []
-    for r, z in profile:
-        if r < 1e-9:
-            rings.append([bm.verts.new((location[0], location[1], location[2] + z * scale[2]))])
-        else:
-            ring = []
-            for k in range(segments):
-                a = TAU * k / segments
-                ring.append(bm.verts.new((location[0] + r * math.cos(a) * scale[0],
-                                          location[1] + r * math.sin(a) * scale[1],
-                                          location[2] + z * scale[2])))
-            rings.append(ring)
-    for a, b in zip(rings, rings[1:]):
-        if len(a) == 1 and len(b) == 1:
-            continue
-        for k in range(segments):
-            j = (k + 1) % segments
-            if len(a) == 1:
-                bm.faces.new((a[0], b[k], b[j]))
-            elif len(b) == 1:
-                bm.faces.new((a[k], a[j], b[0]))
-            else:
-                bm.faces.new((a[k], a[j], b[j], b[k]))
-    for ring in (rings[0], rings[-1]):
-        if len(ring) > 1:
-            bm.faces.new(ring)
-    return _add_bm(ctx, bm, "lathe", mat)
-
-
-def _tube(ctx, path, radius, mat, sides: int = 12, caps: bool = True, closed: bool = False):
-    """Sweep a circle along a 3-D polyline; `radius` is a number or one per path point.
-    closed: the path is a loop (last point joins the first), giving a ring."""
-    from mathutils import Vector
-
-    pts = [Vector(p) for p in path]
-    radii = radius if isinstance(radius, (list, tuple)) else [radius] * len(pts)
-    bm = bmesh.new()
-    rings = []
-    normal = None
-    for i, p in enumerate(pts):
-        if closed:
-            t = (pts[(i + 1) % len(pts)] - pts[i - 1]).normalized()
-        else:
-            t = (pts[min(i + 1, len(pts) - 1)] - pts[max(i - 1, 0)]).normalized()
-        if normal is None:
-            ref = Vector((0, 0, 1)) if abs(t.z) < 0.9 else Vector((1, 0, 0))
-            normal = (ref - t * ref.dot(t)).normalized()
-        else:  # parallel transport
-            normal = (normal - t * normal.dot(t)).normalized()
-        binormal = t.cross(normal)
-        ring = []
-        for k in range(sides):
-            a = TAU * k / sides
-            ring.append(bm.verts.new(p + radii[i] * (math.cos(a) * normal + math.sin(a) * binormal)))
-        rings.append(ring)
-    for a, b in zip(rings, rings[1:] + (rings[:1] if closed else [])):
-        for k in range(sides):
-            j = (k + 1) % sides
-            bm.faces.new((a[k], a[j], b[j], b[k]))
-    if caps and not closed:
-        bm.faces.new(list(reversed(rings[0])))
-        bm.faces.new(rings[-1])
-    return _add_bm(ctx, bm, "tube", mat)
+    return ctx.skin(rings, mat, name="puffy")
 
 
 def _slab(ctx, grid, thickness: float, mat):
@@ -271,12 +166,7 @@ def _slab(ctx, grid, thickness: float, mat):
     for k in range(len(border)):
         (i0, j0), (i1, j1) = border[k], border[(k + 1) % len(border)]
         bm.faces.new((top[i0][j0], bot[i0][j0], bot[i1][j1], top[i1][j1]))
-    return _add_bm(ctx, bm, "slab", mat)
-
-
-def _circle(cx: float, cy: float, r: float, a0: float, a1: float, n: int) -> list[tuple[float, float]]:
-    return [(cx + r * math.cos(a0 + (a1 - a0) * i / n), cy + r * math.sin(a0 + (a1 - a0) * i / n))
-            for i in range(n + 1)]
+    return ctx.add_bmesh(bm, mat, "slab", recalc_normals=True)
 
 
 # -- solids --------------------------------------------------------------------------
@@ -287,7 +177,7 @@ def cube(ctx):
     bmesh.ops.create_cube(bm, size=1.0)
     bmesh.ops.bevel(bm, geom=bm.edges[:], offset=0.03, segments=3, affect="EDGES", profile=0.5)
     bmesh.ops.translate(bm, verts=bm.verts[:], vec=(0, 0, 0.5))
-    _add_bm(ctx, bm, "cube", _body(ctx))
+    ctx.add_bmesh(bm, _body(ctx), "cube", recalc_normals=True)
     return _done(ctx, 35)
 
 
@@ -352,7 +242,7 @@ def diamond(ctx):
         bm.faces.new((mid[k1], culet, mid[k]))  # pavilion, lower
     # a corner of the octagons towards the camera, then tip the top away (+y)
     bm.transform(Matrix.Rotation(math.radians(-38), 4, "X") @ Matrix.Rotation(TAU / 16 + TAU / 4, 4, "Z"))
-    _add_bm(ctx, bm, "gem", _body(ctx))
+    ctx.add_bmesh(bm, _body(ctx), "gem", recalc_normals=True)
     return _done(ctx, 0)
 
 
@@ -402,8 +292,8 @@ def _moon_outline(d: float) -> list[tuple[float, float]]:
     z = math.sqrt(max(R * R - x * x, 1e-12))
     a_out = math.atan2(z, x)
     a_in = math.atan2(z, x - c)
-    outer = _circle(0, 0, R, a_out, TAU - a_out, 64)
-    inner = _circle(c, 0, r, TAU - a_in, a_in, 48)
+    outer = arc(R, a_out, TAU - a_out, 64)
+    inner = arc(r, TAU - a_in, a_in, 48, cx=c)
     return outer + inner[1:-1]
 
 
@@ -472,7 +362,7 @@ def leaf(ctx):
         z = 0.0 + (0.93 - 0.0) * i / 24
         path.append(warp(0, 0, z))
         radii.append(0.022 if z < z0 else 0.022 - 0.012 * (z - z0) / (0.93 - z0))
-    _tube(ctx, path, radii, body, sides=10)
+    ctx.tube(path, radii, body, sides=10)
     # side veins
     for s in (0.16, 0.32, 0.48, 0.64):
         zs = z0 + (z1 - z0) * s
@@ -483,7 +373,7 @@ def leaf(ctx):
                 t = i / 7
                 x = side * reach * t
                 vp.append(warp(x, 0, zs + 0.12 * t ** 1.2))
-            _tube(ctx, vp, 0.011, body, sides=8)
+            ctx.tube(vp, 0.011, body, sides=8)
     return _done(ctx, 40)
 
 
@@ -517,7 +407,7 @@ def star(ctx):
         bm.faces.new((front[i], front[j], cf))
         bm.faces.new((back[j], back[i], cb))
         bm.faces.new((front[j], front[i], back[i], back[j]))
-    _add_bm(ctx, bm, "star", _body(ctx))
+    ctx.add_bmesh(bm, _body(ctx), "star", recalc_normals=True)
     return _done(ctx, 0)
 
 
@@ -529,9 +419,9 @@ def mug(ctx):
     body = _body(ctx)
     R, H, w = 0.35, 0.85, 0.045
     prof = [(0.0, 0.0), (R - 0.03, 0.0), (R - 0.009, 0.009), (R, 0.03), (R, H - w / 2)]
-    prof += _circle(R - w / 2, H - w / 2, w / 2, 0.0, math.pi, 6)[1:]
+    prof += arc(w / 2, 0.0, math.pi, 6, R - w / 2, H - w / 2)[1:]
     prof += [(R - w, 0.12), (R - w - 0.025, 0.095), (0.0, 0.095)]
-    _lathe(ctx, prof, body, segments=48)
+    ctx.revolve(prof, body, segments=48, sharp=None, recalc_normals=True, name="lathe")
     # handle: a rounded D from the upper to the lower body, sticking out ~0.3
     path = []
     for i in range(25):
@@ -540,7 +430,7 @@ def mug(ctx):
         x = R - 0.03 + 0.30 * abs(c) ** 0.7
         z = 0.45 + 0.24 * (abs(s) ** 0.8) * (1 if s >= 0 else -1)
         path.append((x, 0.0, z))
-    _tube(ctx, path, 0.05, body, sides=12)
+    ctx.tube(path, 0.05, body, sides=12)
     return _done(ctx, 40)
 
 
@@ -554,7 +444,7 @@ def pot(ctx):
     prof = [(0.0, 0.0), (r0 - 0.015, 0.0), (r0, 0.015), (r1, H - band - 0.01), (rr - 0.01, H - band),
             (rr, H - band + 0.01), (rr, H - 0.02), (rr - 0.02, H), (rr - w - 0.02, H), (rr - w - 0.03, H - 0.02),
             (r0 - w, 0.07), (0.0, 0.07)]
-    _lathe(ctx, prof, body, segments=48)
+    ctx.revolve(prof, body, segments=48, sharp=None, recalc_normals=True, name="lathe")
     soil_z = H - 0.09
     soil_r = rr - w - 0.03 - 0.01 - (H - 0.02 - soil_z) * (r1 - r0) / (H - band)
     ctx.cylinder(soil_r, 0.05, (0, 0, soil_z - 0.025), soil, segments=48)
@@ -576,7 +466,9 @@ def cap(ctx):
         return Rx * math.cos(ph) ** 0.75, Hc * math.sin(ph) ** 0.95
 
     prof = [(0.0, 0.0)] + [dome((math.pi / 2) * i / n) for i in range(n)] + [(0.0, Hc)]
-    _lathe(ctx, prof, body, segments=48, location=(0, cy, 0), scale=(1, Ry / Rx, 1))
+    k = Ry / Rx  # the oval crown
+    ctx.revolve([(r, r * k, z) for r, z in prof], body, segments=48, centre=(0, cy, 0), sharp=None,
+                recalc_normals=True, name="lathe")
     ctx.sphere(0.04, (0, cy, Hc), body, scale=(1, 1, 0.6), segments=12, rings=6)
     # panel seams: six raised meridians from the button to the band
     for k in range(6):
@@ -586,13 +478,13 @@ def cap(ctx):
             rr, z = dome((math.pi / 2) * i / n)
             rr += 0.004
             path.append((rr * math.cos(a), cy + rr * math.sin(a) * Ry / Rx, z + 0.004))
-        _tube(ctx, path, 0.008, body, sides=6)
+        ctx.tube(path, 0.008, body, sides=6)
     # sweatband edge round the bottom of the crown
     band = []
     for k in range(48):
         a = TAU * k / 48
         band.append((Rx * math.cos(a), cy + Ry * math.sin(a), 0.012))
-    _tube(ctx, band, 0.014, body, sides=8, closed=True)
+    ctx.tube(band, 0.014, body, sides=8, closed=True)
     # bill: a sheet out of the front of the crown, curved down at the sides
     rows, cols = 8, 25
     span = math.radians(64)
