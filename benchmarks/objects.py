@@ -37,8 +37,7 @@ print(json.dumps([time.perf_counter() - t, ob["comco_cache"], len(ob.data.polygo
 MAKE = """
 import bpy
 bpy.ops.wm.read_factory_settings(use_empty=True)
-bpy.ops.mesh.primitive_uv_sphere_add(segments=256, rings=128, radius=30)
-bpy.ops.object.shade_smooth()
+bpy.ops.mesh.primitive_uv_sphere_add(segments=256, ring_count=128, radius=30)
 bpy.ops.wm.obj_export(filepath={obj!r}, export_materials=False)
 bpy.ops.export_scene.gltf(filepath={glb!r})
 """
