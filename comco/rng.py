@@ -11,8 +11,8 @@ import numpy as np
 
 def image_seed(dataset_seed: int, index: int, retry: int = 0, stream: int = 0) -> int:
     """A 63-bit seed for one image (and one retry of it); recorded in the scene."""
-    ss = np.random.SeedSequence([dataset_seed, index, retry, stream])
-    return int(ss.generate_state(2, dtype=np.uint32).astype(np.uint64) @ np.array([1 << 31, 1], dtype=np.uint64))
+    hi, lo = np.random.SeedSequence([dataset_seed, index, retry, stream]).generate_state(2, dtype=np.uint32)
+    return (int(hi) << 31) + int(lo)
 
 
 def generator(seed: int) -> np.random.Generator:
