@@ -18,7 +18,10 @@ from comco.manifest import ObjectSet
 DEFAULT_TEMPLATES = Path(__file__).with_name("captions.toml")
 LIST_KEYS = {"object", "join", "last_join", "caption", "requires"}
 LONG_KEYS = LIST_KEYS | {"kind", "sentences", "sentences_color"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# The project's one sentence splitter (captions, training samplers, natural-benchmark
+# analyses): a sentence ends at . ! or ? (optionally closed by a quote or bracket)
+# followed by white space, or at a line break (DCI puts its short caption on its own line).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+|\s*\n\s*")
 
 
 @dataclass(frozen=True)
@@ -189,5 +192,5 @@ def _swap_first_two_colors(ordered: list[dict]) -> list[dict]:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of a long caption (the summary first)."""
-    return [s for s in _SENTENCE_END.split(text.strip()) if s]
+    """Sentences of a caption in order, stripped (a comco long caption: the summary first)."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s and s.strip()]

@@ -12,20 +12,13 @@ sentences (the first sentence of a long caption is its summary):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
+from comco.captions import split_sentences  # noqa: F401  the project's one splitter; natural_eval takes it from here
+
 PHOTO_SENTENCE = "This is a photo."
 PADDING_KS = range(6)
-
-# A sentence ends at . ! or ? (optionally closed by a quote or bracket) followed by
-# white space, or at a line break (DCI puts its short caption on its own line).
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+|\s*\n\s*")
-
-
-def split_sentences(caption: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(caption.strip()) if s and s.strip()]
 
 
 def join_sentences(sentences: list[str]) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from comco.captions import split_sentences
+
 
 @lru_cache(maxsize=4096)
 def _pattern(word: str) -> re.Pattern:
@@ -42,5 +44,5 @@ def mention_sequence(text: str, names: list[str], forms: dict[str, list[str]] | 
 
 
 def first_sentence(text: str) -> str:
-    m = re.search(r"[.!?](\s|$)", text)
-    return text[: m.end()] if m else text
+    sentences = split_sentences(text)
+    return sentences[0] if sentences else text

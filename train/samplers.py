@@ -12,20 +12,15 @@ captions a sample gets do not depend on batch composition, worker count or resum
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+from comco.captions import split_sentences  # the project's one splitter (train.longclip imports it from here)
+
 _SALT_TEXT = 0x5E7  # separate streams for sentence sampling and padding draws
 _SALT_PAD = 0x9AD
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a caption, the summary first (comco's long captions end each with '.')."""
-    return [s for s in _SENTENCE_END.split(text.strip()) if s]
 
 
 def sample_rng(seed: int, epoch: int, index: int, salt: int) -> np.random.Generator:
