@@ -2,10 +2,12 @@
 
     python benchmarks/render.py [--quick]
 
-1. overhead: `comco render` seconds per image over bare bpy.ops.render.render of the
-   same scenes in one process (target <= 1.15; draft, 224 px, one worker);
-2. against the naive way (factory reset and rebuild every image, as CLEVR's
-   generator does): speed-up at 224 px with the comco set (target >= 1.5x);
+1. overhead: `comco render` seconds per image (render + ID-render measurement + files)
+   over bare bpy.ops.render.render of the same scenes in one process (target <= 1.15;
+   draft, 224 px, one worker);
+2. against the naive way (factory reset, rebuild stage and objects every image, as
+   CLEVR's generator does, then render and measure the same): speed-up at 224 px with
+   the comco set (target >= 1.5x);
 3. draft images per second at 128 and 224 px with 2 workers (target >= 10 at 128);
 4. Cycles seconds per image at 224 and 512 px (default preset);
 5. peak RSS of a worker after 100 and after 1,000 images (growth under 10 %).
@@ -29,20 +31,22 @@ from comco.scenes.stage import build_stage, reset, set_camera, set_lights, rende
 records = [json.loads(l) for l in open(sys.argv[1])]
 mode, out = sys.argv[2], sys.argv[3]
 w, h = records[0]["resolution"]
+from comco.scenes.measure import build_id_scene, measure
 def fresh():
     reset()
     scene = build_stage("draft", w, h)
     coll = bpy.data.collections.new("objects"); scene.collection.children.link(coll)
-    return scene, Instancer(load_object_set(records[0]["object_set"]), coll)
-scene, inst = fresh()
+    return scene, Instancer(load_object_set(records[0]["object_set"]), coll), build_id_scene(scene, coll)
+scene, inst, ids = fresh()
 t = time.perf_counter()
 for r in records:
     if mode == "naive":
-        scene, inst = fresh()
+        scene, inst, ids = fresh()
     set_camera(scene, r["camera"]); set_lights(scene, r["lights"])
-    for i, o in enumerate(r["objects"]):
-        inst.add(o, i)
+    live = [inst.add(o, i) for i, o in enumerate(r["objects"])]
     render_to(scene, os.path.join(out, r["id"] + ".png"))
+    if mode == "naive":  # the naive pipeline does the same job: it measures too
+        measure(ids, live, out)
     inst.clear()
 print(time.perf_counter() - t)
 """
