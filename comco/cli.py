@@ -149,8 +149,9 @@ def render(
                          min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads)
     s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
     per = s["seconds"] / max(1, s["rendered"])
-    typer.echo(f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
-               f"{s['retries']} re-planned, {per:.2f} s per image -> {out}")
+    crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""
+    _say(quiet, f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
+                f"{s['retries']} re-planned{crashes}, {per:.2f} s per image -> {out}")
     if s["failures"]:
         typer.echo(f"{len(s['failures'])} scenes failed their checks; reasons in {out / 'failures.jsonl'}", err=True)
         raise typer.Exit(1)

@@ -213,3 +213,23 @@ def test_disk_full_stops_cleanly_and_resume_finishes(tmp_path):
         assert [r["index"] for r in records(out)] == list(range(40))
     finally:
         subprocess.run(["umount", "-l", str(mnt)])
+
+
+def test_a_killed_worker_is_replaced_and_its_image_retried(tmp_path):
+    out = tmp_path / "w"
+    args = [*COMCO, "render", "--object-set", "simco", "--resolution", "64", "--preset", "draft",
+            "--objects", "2", "--n", "16", "--workers", "2", "--out", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journal = out / "journal.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (journal.is_file() and len(journal.read_text().splitlines()) >= 2):
+        time.sleep(0.05)
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    workers = [int(c) for c in children
+               if "spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes().decode(errors="ignore")]
+    assert workers, children
+    os.kill(workers[0], signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 0, stderr[-2000:]
+    assert [r["index"] for r in records(out)] == list(range(16))
+    assert "worker crashes recovered" in stdout
