@@ -263,6 +263,10 @@ def _load_hf(path: Path, device: str) -> LoadedModel:
     model = cls.from_pretrained(str(path), local_files_only=True).to(device).eval()
     try:
         tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except ImportError as exc:  # e.g. a SigLIP spiece.model without the sentencepiece package
+        lib = "sentencepiece" if "sentencepiece" in str(exc).lower() else "a package it names"
+        raise UserError(f"the tokenizer in {path} needs {lib}, which is not installed; install it "
+                        "or save a fast tokenizer (tokenizer.json) there") from None
     except (OSError, ValueError, TypeError):
         raise UserError(f"{path} has no tokenizer files; save the tokenizer there too "
                         "(tokenizer.save_pretrained(DIR))") from None
@@ -293,23 +297,39 @@ def _features(out):
 
 
 def _hf_transform(path: Path, config) -> Callable:
+    """The model's own image processor as torchvision steps.
+
+    CLIP processors resize the shortest edge and centre-crop; SigLIP processors resize to
+    height x width (squashing a non-square image) and do not crop.
+    """
     import json
 
     from torchvision import transforms as T
 
     size = int(config.vision_config.image_size)
-    mean, std, resize = OPENAI_MEAN, OPENAI_STD, size
+    mean, std = OPENAI_MEAN, OPENAI_STD
+    squash = config.model_type.startswith("siglip")
+    resize: Any = size
+    interpolation = T.InterpolationMode.BICUBIC
     pp = path / "preprocessor_config.json"
     if pp.is_file():
         cfg = json.loads(pp.read_text())
         mean, std = tuple(cfg.get("image_mean", mean)), tuple(cfg.get("image_std", std))
         s = cfg.get("size", size)
-        resize = s.get("shortest_edge", s.get("height", size)) if isinstance(s, dict) else int(s)
-    elif config.model_type.startswith("siglip"):
+        if isinstance(s, dict) and "height" in s and "width" in s and not cfg.get("do_center_crop", False):
+            squash, resize = True, (int(s["height"]), int(s["width"]))
+        else:
+            squash = False
+            resize = int(s.get("shortest_edge", s.get("height", size))) if isinstance(s, dict) else int(s)
+        interpolation = {0: T.InterpolationMode.NEAREST, 2: T.InterpolationMode.BILINEAR}.get(
+            cfg.get("resample"), T.InterpolationMode.BICUBIC)
+    elif squash:
         mean, std = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
-    return T.Compose([
-        T.Resize(resize, interpolation=T.InterpolationMode.BICUBIC), T.CenterCrop(size),
-        T.Lambda(lambda im: im.convert("RGB")), T.ToTensor(), T.Normalize(mean, std)])
+    if squash:
+        geometry = [T.Resize(resize if isinstance(resize, tuple) else (size, size), interpolation=interpolation)]
+    else:
+        geometry = [T.Resize(resize, interpolation=interpolation), T.CenterCrop(size)]
+    return T.Compose([T.Lambda(lambda im: im.convert("RGB")), *geometry, T.ToTensor(), T.Normalize(mean, std)])
 
 
 # ---------------------------------------------------------------- comco checkpoints
