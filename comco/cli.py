@@ -25,12 +25,14 @@ app.add_typer(dataset_app, name="dataset")
 def _register_parts() -> None:
     """The probe, train and eval verbs live beside their code's owners (typer only, nothing heavy)."""
     from comco.commands_eval import app as eval_app
+    from comco.commands_lab import app as lab_app
     from comco.commands_probe import probe
     from comco.commands_train import app as train_app
 
     app.command("probe")(probe)
     app.add_typer(train_app, name="train")
     app.add_typer(eval_app, name="eval")
+    app.add_typer(lab_app, name="lab")
 
 
 _register_parts()

@@ -1,0 +1,302 @@
+"""Lab recipes: TOML files with a strict schema, and scales that override them.
+
+A recipe names its stages and the settings of each; `[scales.NAME]` tables replace
+settings key by key for one scale (`smoke`, `small`, `full`). Every key, stage and
+value is checked before anything runs: a mistake ends the command with exit code 2
+and one line that names the key (`comco.errors.UserError`).
+
+Pure Python (tomllib): reading a recipe imports neither torch nor bpy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from comco.errors import UserError
+
+SCALES = ("smoke", "small", "full")
+STAGES = ("render", "captions", "scratch", "probe", "finetune", "analyses", "labclip", "report")
+# A stage that needs another stage's output cannot run without it.
+STAGE_NEEDS = {"captions": ("render",), "scratch": ("captions",), "probe": ("scratch",),
+               "finetune": ("scratch",), "analyses": ("probe",), "labclip": ("scratch",)}
+FINETUNE_KINDS = ("longclip", "debias")
+ANALYSES = ("padding", "order", "summary")
+PRESETS = ("draft", "cycles", "high", "eevee")
+LAYOUTS = ("one-large", "equal", "graded", "realistic")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+# ---------------------------------------------------------------- value checks
+
+def _fail(path: str, value: Any, what: str) -> None:
+    raise UserError(f"recipe key '{path}' = {value!r}: {what}")
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable:
+    def check(path, v):
+        if isinstance(v, bool) or not isinstance(v, int):
+            _fail(path, v, "expected a whole number")
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            _fail(path, v, f"expected {lo if lo is not None else '-inf'}..{hi if hi is not None else 'inf'}")
+        return v
+    return check
+
+
+def _float(lo: float | None = None, hi: float | None = None, open_lo: bool = False) -> Callable:
+    def check(path, v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            _fail(path, v, "expected a number")
+        v = float(v)
+        if lo is not None and (v < lo or (open_lo and v == lo)):
+            _fail(path, v, f"expected {'>' if open_lo else '>='} {lo}")
+        if hi is not None and v > hi:
+            _fail(path, v, f"expected <= {hi}")
+        return v
+    return check
+
+
+def _str() -> Callable:
+    def check(path, v):
+        if not isinstance(v, str) or not v.strip():
+            _fail(path, v, "expected a non-empty string")
+        return v
+    return check
+
+
+def _bool() -> Callable:
+    def check(path, v):
+        if not isinstance(v, bool):
+            _fail(path, v, "expected true or false")
+        return v
+    return check
+
+
+def _choice(options: tuple[str, ...]) -> Callable:
+    def check(path, v):
+        if v not in options:
+            _fail(path, v, f"use one of {', '.join(options)}")
+        return v
+    return check
+
+
+def _list(item: Callable, min_len: int = 1, unique: bool = True) -> Callable:
+    def check(path, v):
+        if not isinstance(v, list) or len(v) < min_len:
+            _fail(path, v, f"expected a list of at least {min_len}")
+        out = [item(f"{path}[{i}]", x) for i, x in enumerate(v)]
+        if unique and len(set(map(json.dumps, out))) != len(out):
+            _fail(path, v, "values repeat")
+        return out
+    return check
+
+
+def _object_set(path, v):
+    _str()(path, v)
+    from comco.manifest import load_object_set
+
+    try:
+        load_object_set(v)
+    except UserError as exc:
+        _fail(path, v, str(exc))
+    return v
+
+
+def _fraction_pair(path, v):
+    pair = _list(_float(0.0, 1.0, open_lo=True), min_len=2, unique=False)(path, v)
+    if len(pair) != 2 or pair[0] > pair[1]:
+        _fail(path, v, "expected [low, high] image shares")
+    return pair
+
+
+# ---------------------------------------------------------------- the schema
+
+VARIANT = {
+    "name": _str(), "kind": _choice(FINETUNE_KINDS), "short_weight": _float(0.0, 1.0),
+    "remove_summary": _bool(), "sample": _bool(), "pad": _bool(),
+}
+VARIANT_REQUIRED = ("name", "kind")
+
+
+def _variants(path, v):
+    if not isinstance(v, list) or not v:
+        _fail(path, v, "expected at least one [[finetune.variants]] table")
+    out, names = [], set()
+    for i, entry in enumerate(v):
+        where = f"{path}[{i}]"
+        if not isinstance(entry, dict):
+            _fail(where, entry, "expected a table")
+        for key in entry:
+            if key not in VARIANT:
+                raise UserError(f"unknown recipe key '{where}.{key}'; known: {', '.join(VARIANT)}")
+        for key in VARIANT_REQUIRED:
+            if key not in entry:
+                raise UserError(f"recipe key '{where}.{key}' is missing")
+        checked = {k: VARIANT[k](f"{where}.{k}", x) for k, x in entry.items()}
+        if checked["kind"] == "longclip" and any(k in checked for k in ("remove_summary", "sample", "pad")):
+            raise UserError(f"recipe key '{where}': remove_summary/sample/pad apply to kind 'debias' only")
+        if checked["name"] in names:
+            _fail(f"{where}.name", checked["name"], "variant names repeat")
+        names.add(checked["name"])
+        out.append(checked)
+    return out
+
+
+SCHEMA: dict[str, dict[str, Callable]] = {
+    "data": {
+        "object_sets": _list(_object_set), "train_objects": _list(_int(1, 5)), "test_objects": _list(_int(2, 5)),
+        "train_images": _int(1), "test_images": _int(1), "layout": _choice(LAYOUTS),
+        "large_slot": _str(), "large_fraction": _float(0.0, 1.0, open_lo=True),
+        "small_fraction": _fraction_pair, "orders": _int(1, 24), "captions": _list(_str()),
+        "seed": _int(0), "test_seed": _int(0), "order_bias": _list(_float(0.0, 1.0)),
+    },
+    "render": {"preset": _choice(PRESETS), "resolution": _int(16, 2048), "workers": _int(0, 256),
+               "device": _choice(("cpu", "cuda", "optix"))},
+    "scratch": {
+        "seeds": _list(_int(0)), "captions": _list(_str()), "width": _int(32, 4096), "layers": _int(1, 48),
+        "patch_size": _int(2, 64), "context_length": _int(8, 512), "batch_size": _int(2),
+        "steps": _int(1), "lr": _float(0.0, 1.0, open_lo=True), "warmup": _int(0),
+        "weight_decay": _float(0.0, 10.0),
+    },
+    "finetune": {
+        "order_bias": _float(0.0, 1.0), "steps": _int(1), "batch_size": _int(2),
+        "lr": _float(0.0, 1.0, open_lo=True), "warmup": _int(0), "weight_decay": _float(0.0, 10.0),
+        "keep": _int(1), "pca_rank": _int(1), "variants": _variants,
+    },
+    "probe": {"bootstrap": _int(0), "seed": _int(0), "tor_templates": _list(_str()),
+              "batch_size": _int(1), "analyses": _list(_choice(ANALYSES))},
+    "labclip": {"order_bias": _float(0.0, 1.0), "images": _int(4), "objects": _list(_int(2, 5)),
+                "seeds": _list(_int(0)), "steps": _int(1), "batch_size": _int(2),
+                "lr": _float(0.0, 1.0, open_lo=True)},
+    "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES)},
+}
+TOP = {"name": _str(), "description": _str(), "stages": _list(_choice(STAGES))}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    description: str
+    scale: str
+    stages: tuple[str, ...]
+    settings: dict  # section -> key -> value, the scale's overrides applied
+    source: str  # the recipe file's text
+    path: str
+
+    def get(self, section: str, key: str):
+        return self.settings[section][key]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "description": self.description, "scale": self.scale,
+                "stages": list(self.stages), "settings": self.settings}
+
+    def digest(self) -> str:
+        text = json.dumps(self.to_dict(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _check_section(where: str, raw: Any, *, partial: bool) -> dict:
+    section = where.split(".")[-1]
+    if not isinstance(raw, dict):
+        raise UserError(f"recipe key '{where}' must be a table ([{where}])")
+    spec = SCHEMA[section]
+    for key in raw:
+        if key not in spec:
+            raise UserError(f"unknown recipe key '{where}.{key}'; known in [{section}]: {', '.join(spec)}")
+    if not partial:
+        missing = [k for k in spec if k not in raw]
+        if missing:
+            raise UserError(f"recipe key '{where}.{missing[0]}' is missing")
+    return {k: spec[k](f"{where}.{k}", v) for k, v in raw.items()}
+
+
+def parse_recipe(text: str, scale: str, path: str = "<recipe>") -> Recipe:
+    if scale not in SCALES:
+        raise UserError(f"--scale {scale}: use one of {', '.join(SCALES)}")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML ({exc})") from None
+    known = set(TOP) | set(SCHEMA) | {"scales"}
+    for key in raw:
+        if key not in known:
+            raise UserError(f"unknown recipe key '{key}'; known: {', '.join(sorted(known))}")
+    for key in TOP:
+        if key not in raw:
+            raise UserError(f"recipe key '{key}' is missing")
+    top = {k: TOP[k](k, raw[k]) for k in TOP}
+    settings = {s: _check_section(s, raw.get(s, {}), partial=False) for s in SCHEMA}
+    scales = raw.get("scales", {})
+    if not isinstance(scales, dict):
+        raise UserError("recipe key 'scales' must hold tables [scales.smoke], [scales.small], [scales.full]")
+    for name, over in scales.items():
+        if name not in SCALES:
+            raise UserError(f"unknown scale 'scales.{name}'; scales: {', '.join(SCALES)}")
+        if not isinstance(over, dict):
+            raise UserError(f"recipe key 'scales.{name}' must be a table")
+        for section, values in over.items():
+            if section == "stages":
+                continue
+            if section not in SCHEMA:
+                raise UserError(f"unknown recipe key 'scales.{name}.{section}'; sections: {', '.join(SCHEMA)}")
+            checked = _check_section(f"scales.{name}.{section}", values, partial=True)
+            if name == scale:
+                settings[section].update(checked)
+        if "stages" in over:
+            stages = _list(_choice(STAGES))(f"scales.{name}.stages", over["stages"])
+            if name == scale:
+                top["stages"] = stages
+    _check_consistency(settings, top["stages"])
+    return Recipe(top["name"], top["description"], scale, tuple(top["stages"]), settings, text, path)
+
+
+def _check_consistency(s: dict, stages: list[str]) -> None:
+    for stage in stages:
+        for need in STAGE_NEEDS.get(stage, ()):
+            if need not in stages:
+                raise UserError(f"recipe key 'stages': stage '{stage}' needs stage '{need}'")
+    biases = s["data"]["order_bias"]
+    if "finetune" in stages and s["finetune"]["order_bias"] not in biases:
+        raise UserError(f"recipe key 'finetune.order_bias' = {s['finetune']['order_bias']}: "
+                        f"not one of data.order_bias {biases}")
+    if "labclip" in stages:
+        if s["labclip"]["order_bias"] not in biases:
+            raise UserError(f"recipe key 'labclip.order_bias' = {s['labclip']['order_bias']}: "
+                            f"not one of data.order_bias {biases}")
+        extra = [x for x in s["labclip"]["seeds"] if x not in s["scratch"]["seeds"]]
+        if extra:
+            raise UserError(f"recipe key 'labclip.seeds': seed {extra[0]} is not one of scratch.seeds")
+    if s["scratch"]["context_length"] < 8 or s["finetune"]["keep"] >= s["scratch"]["context_length"]:
+        raise UserError(f"recipe key 'finetune.keep' = {s['finetune']['keep']}: must be below "
+                        f"scratch.context_length {s['scratch']['context_length']}")
+    if s["render"]["resolution"] % s["scratch"]["patch_size"]:
+        raise UserError(f"recipe key 'render.resolution' = {s['render']['resolution']}: not a multiple of "
+                        f"scratch.patch_size {s['scratch']['patch_size']}")
+    if "long" not in s["data"]["captions"] and ({"finetune", "analyses"} & set(stages)):
+        raise UserError("recipe key 'data.captions': fine-tuning and the analyses need the 'long' template")
+    missing = [c for c in s["scratch"]["captions"] + s["probe"]["tor_templates"] if c not in s["data"]["captions"]]
+    if missing:
+        raise UserError(f"recipe template '{missing[0]}' (scratch.captions / probe.tor_templates) is not "
+                        f"rendered; add it to data.captions")
+
+
+def load_recipe(path: str | Path, scale: str) -> Recipe:
+    p = Path(path)
+    if not p.exists():
+        # a bare name finds a recipe shipped with comco (recipes/NAME.toml)
+        import importlib.util
+
+        spec = importlib.util.find_spec("comco.recipes")
+        folder = Path(list(spec.submodule_search_locations)[0]) if spec else None
+        packaged = folder / (p.name if p.suffix else f"{p.name}.toml") if folder else None
+        if packaged is None or not packaged.is_file():
+            raise UserError(f"recipe {path} not found; give a .toml file (e.g. recipes/order-bias.toml)")
+        p = packaged
+    if p.is_dir():
+        raise UserError(f"recipe {path} is a folder; give a .toml file")
+    return parse_recipe(p.read_text(encoding="utf-8"), scale, str(p))
