@@ -66,8 +66,8 @@ def test_scales_override_key_by_key():
     ("name = \"debias-no-pad\"\nkind = \"debias\"", "name = \"debias-no-pad\"\nkind = \"debiased\"",
      "finetune.variants[4].kind"),
     ("pad = false", "padding = false", "finetune.variants[4].padding"),
-    ("steps = 100", "steps = 0", "scales.small.scratch.steps"),
-    ("steps = 100", "steps = \"many\"", "scales.small.scratch.steps"),
+    ("steps = 100\nwarmup = 15", "steps = 0\nwarmup = 15", "scales.small.scratch.steps"),
+    ("steps = 100\nwarmup = 15", "steps = \"many\"\nwarmup = 15", "scales.small.scratch.steps"),
     ('object_sets = ["simco", "comco"]', 'object_sets = ["simco", "lego"]', "data.object_sets[1]"),
 ])
 def test_a_bad_key_stage_or_value_is_named(old, new, named):
