@@ -192,7 +192,7 @@ def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: in
     plt = _plt()
     cols = min(4, len(picks))
     rows = math.ceil(len(picks) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 3.3 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 4.0 * rows), squeeze=False)  # room for 5 title lines
     for ax in axes.flat:
         ax.axis("off")
     for ax, r in zip(axes.flat, picks):
