@@ -163,11 +163,11 @@ class WorkerPool:
                 continue
             if msg["kind"] == "ready":
                 w["ready"] = True
-            elif msg["kind"] == "retire":
+                continue
+            job, w["job"] = w["job"], None
+            out.append((job, msg))
+            if msg.get("last"):  # it retires after this answer (--max-per-worker): start a fresh one
                 self._replace(w)
-            else:
-                job, w["job"] = w["job"], None
-                out.append((job, msg))
         return out
 
     def _replace(self, w: dict) -> None:

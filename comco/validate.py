@@ -93,11 +93,18 @@ def validate_dataset(root: str | Path) -> list[str]:
             problems += check_record(r, names, info.get("object_set_hash"), rendered, root)
     except UserError as exc:
         return problems + [str(exc)]
-    expected = info.get("counts", {}).get("images")
-    if rendered:
-        expected = info.get("counts", {}).get("rendered", expected)
+    counts = info.get("counts", {})
+    expected = counts.get("rendered", counts.get("images")) if rendered else counts.get("images")
     if expected is not None and count != expected:
         problems.append(f"{SCENES}: {count} records, dataset.json says {expected}")
+    if rendered:
+        # Every planned image of this slice is either rendered or listed as a failure.
+        shard_i, shard_n = info.get("config", {}).get("render", {}).get("shard", [0, 1])
+        planned = len(range(shard_i, counts.get("images", 0), shard_n))
+        accounted = counts.get("rendered", 0) + counts.get("failed", 0)
+        if accounted != planned:
+            problems.append(f"{INFO}: {planned} images planned but {counts.get('rendered', 0)} rendered and "
+                            f"{counts.get('failed', 0)} failed: {planned - accounted} are unaccounted for")
     if (root / SINGLES).is_file():
         for s in read_jsonl(root / SINGLES):
             if rendered and info.get("counts", {}).get("singles") and not (root / s["image"]).is_file():

@@ -47,8 +47,8 @@ def serve(conn, cfg: dict) -> None:
     import bpy  # noqa: F401  (first import of bpy happens here, in the worker process)
 
     from comco.scenes.instancer import Instancer, ObjectBuildError
-    from comco.scenes.measure import build_id_scene, measure, save_mask, scratch_dir
-    from comco.scenes.stage import build_stage, render_to, reset, set_camera, set_lights
+    from comco.scenes.measure import build_id_scene, scratch_dir
+    from comco.scenes.stage import build_stage, reset
 
     reset()
     w, h = cfg["resolution"]
@@ -61,43 +61,54 @@ def serve(conn, cfg: dict) -> None:
     root = cfg["out"]
     conn.send({"kind": "ready", "pid": os.getpid()})
     done = 0
+    limit = cfg.get("max_per_worker", 10**9)
     while True:
         job = conn.recv()
         if job is None:
             break
         record = job["record"]
         try:
-            set_camera(scene, record["camera"])
-            set_lights(scene, record["lights"])
-            live = [inst.add(o, i) for i, o in enumerate(record["objects"])]
-            final = os.path.join(root, record["image"])
-            os.makedirs(os.path.dirname(final), exist_ok=True)
-            # Beside the final file, so the rename is atomic (a rename across file systems is not).
-            tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp.png")
-            render_to(scene, tmp)
-            _check_written(tmp)
-            measured, labels = measure(id_scene, live, work)
-            for o, m in zip(record["objects"], measured):
-                o["measured"] = m
-            if job.get("mask"):
-                mask = os.path.join(root, "masks", os.path.basename(record["image"]))
-                os.makedirs(os.path.dirname(mask), exist_ok=True)
-                save_mask(labels, mask)
-            os.replace(tmp, final)
-            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            conn.send({"kind": "done", "record": record, "rss_mb": rss_mb, "served": done + 1})
+            reply = _render_job(job, record, scene, id_scene, inst, root, work, done)
         except OSError as exc:
             if exc.errno != errno.ENOSPC:
-                conn.send({"kind": "error", "record": record, "reason": traceback.format_exc(limit=4)})
+                reply = {"kind": "error", "record": record, "reason": traceback.format_exc(limit=4)}
             else:
-                conn.send({"kind": "disk_full", "record": record, "reason": str(exc)})
+                reply = {"kind": "disk_full", "record": record, "reason": str(exc)}
         except ObjectBuildError as exc:
-            conn.send({"kind": "failed", "record": record, "reason": f"broken object: {exc}"})
+            reply = {"kind": "failed", "record": record, "reason": f"broken object: {exc}"}
         except Exception:
-            conn.send({"kind": "error", "record": record, "reason": traceback.format_exc(limit=4)})
+            reply = {"kind": "error", "record": record, "reason": traceback.format_exc(limit=4)}
         finally:
             inst.clear()
         done += 1
-        if done >= cfg.get("max_per_worker", 10**9):
-            conn.send({"kind": "retire"})
+        # The answer itself says that this worker retires, so no new job is sent to a
+        # process that is about to exit (a job sent after a separate "retire" was lost).
+        reply["last"] = done >= limit
+        conn.send(reply)
+        if reply["last"]:
             break
+
+
+def _render_job(job, record, scene, id_scene, inst, root, work, done) -> dict:
+    from comco.scenes.measure import measure, save_mask
+    from comco.scenes.stage import render_to, set_camera, set_lights
+
+    set_camera(scene, record["camera"])
+    set_lights(scene, record["lights"])
+    live = [inst.add(o, i) for i, o in enumerate(record["objects"])]
+    final = os.path.join(root, record["image"])
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    # Beside the final file, so the rename is atomic (a rename across file systems is not).
+    tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp.png")
+    render_to(scene, tmp)
+    _check_written(tmp)
+    measured, labels = measure(id_scene, live, work)
+    for o, m in zip(record["objects"], measured):
+        o["measured"] = m
+    if job.get("mask"):
+        mask = os.path.join(root, "masks", os.path.basename(record["image"]))
+        os.makedirs(os.path.dirname(mask), exist_ok=True)
+        save_mask(labels, mask)
+    os.replace(tmp, final)
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"kind": "done", "record": record, "rss_mb": rss_mb, "served": done + 1}

@@ -233,3 +233,25 @@ def test_a_killed_worker_is_replaced_and_its_image_retried(tmp_path):
     assert proc.returncode == 0, stderr[-2000:]
     assert [r["index"] for r in records(out)] == list(range(16))
     assert "worker crashes recovered" in stdout
+
+
+def test_retiring_workers_lose_no_image(tmp_path):
+    # Workers restart every 2 images: jobs must never be handed to a worker that is leaving.
+    out = tmp_path / "r"
+    render(out, "--objects", "2", "--n", "13", "--workers", "2", "--max-per-worker", "2")
+    assert [r["index"] for r in records(out)] == list(range(13))
+    assert subprocess.run([*COMCO, "validate", str(out)], capture_output=True).returncode == 0
+
+
+def test_validate_notices_unaccounted_images(draft, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(draft, copy)
+    lines = (copy / "scenes.jsonl").read_text().splitlines()
+    (copy / "scenes.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    info = json.loads((copy / "dataset.json").read_text())
+    info["counts"]["rendered"] -= 1
+    (copy / "dataset.json").write_text(json.dumps(info))
+    r = subprocess.run([*COMCO, "validate", str(copy)], capture_output=True, text=True)
+    assert r.returncode == 1 and "unaccounted" in r.stderr
