@@ -143,7 +143,6 @@ def top1(sim):
 
 def assert_hits_agree(reported, hit, ambiguous, what):
     """The probe's hit count equals ours, give or take trials whose top-1 is a near tie."""
-    assert ambiguous.mean() <= 0.25, (what, "too many near ties to check anything")
     sure = int((hit & ~ambiguous).sum())
     assert sure <= reported <= sure + int(ambiguous.sum()), (what, reported, sure, int(ambiguous.sum()))
 
@@ -163,6 +162,7 @@ def test_tor_and_ior_agree_with_a_recomputation(run, raw_model):
             return F.normalize(model.encode_image(torch.stack([preprocess(Image.open(p).convert("RGB"))
                                                                for p in paths])), dim=-1).numpy()
 
+        ties = []  # near ties over all groups: a group of two images may hold one, the whole run few
         gallery = text(names)  # the `and` template writes a single object as its bare name
         refs = image([ds / s["image"] for s in singles])
         for n in (2, 3, 4):
@@ -173,16 +173,19 @@ def test_tor_and_ior_agree_with_a_recomputation(run, raw_model):
                     caps.append(cap)
                     want.append([names.index(r["objects"][i]["name"]) for i in order])
             got, amb = top1(text(caps) @ gallery.T)
+            ties += list(amb)
             g = next(g for g in res["probes"]["tor"][LABEL] if g["template"] == "and" and g["n_objects"] == n)
             for pos, s in enumerate(g["metrics"]["unconditional"]):
                 assert_hits_agree(round(s["acc"] * s["n"]), got == np.array(want)[:, pos], amb, f"tor {n} {pos}")
 
             got, amb = top1(image([ds / r["image"] for r in recs]) @ refs.T)
+            ties += list(amb)
             by_size = np.array([[names.index(o["name"]) for o in
                                  sorted(r["objects"], key=lambda o: -o["measured"]["pixels"])] for r in recs])
             g = next(g for g in res["probes"]["ior"][LABEL] if g["n_objects"] == n)
             for rank, s in enumerate(g["metrics"]["unconditional"]):
                 assert_hits_agree(round(s["acc"] * s["n"]), got == by_size[:, rank], amb, f"ior {n} {rank}")
+        assert np.mean(ties) <= 0.25, "too many near ties to check anything"
 
 
 def test_tables_and_plots(run):
