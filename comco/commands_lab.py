@@ -45,22 +45,3 @@ def run(
         typer.echo(f"ran {len(result['ran'])} stages, {len(result['skipped'])} were done already, "
                    f"{result['wall_seconds'] / 60:.1f} min -> {out / 'report.md'}")
 
-
-def main() -> None:
-    """`python -m comco.commands_lab` (until the `lab` group is registered in comco.cli)."""
-    import sys
-
-    from comco.errors import UserError
-
-    try:
-        app()
-    except UserError as exc:
-        typer.echo(f"comco: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("comco: interrupted; finished stages are kept (run the same command again)", err=True)
-        sys.exit(130)
-
-
-if __name__ == "__main__":
-    main()

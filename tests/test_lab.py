@@ -24,7 +24,7 @@ SECTIONS = ["### Sample of the rendered training images", "### TOR: which mentio
 
 def lab(out: Path, recipe: Path = RECIPE, scale: str = "smoke", expect: int = 0) -> dict:
     """`comco lab run` in its own process (as a user runs it); the run's line of runs.jsonl."""
-    r = subprocess.run([sys.executable, "-m", "comco.commands_lab", "run", str(recipe), "--out", str(out),
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "lab", "run", str(recipe), "--out", str(out),
                         "--scale", scale, "--quiet"], capture_output=True, text=True, timeout=600)
     assert r.returncode == expect, r.stderr[-3000:]
     if expect:

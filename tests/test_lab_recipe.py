@@ -95,7 +95,7 @@ def test_unknown_scale_is_refused():
 def test_bad_recipe_exits_2_with_one_line(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(edit("[probe]\n", "[probe]\nbootstraps = 5\n"))
-    r = subprocess.run([sys.executable, "-m", "comco.commands_lab", "run", str(bad), "--out", str(tmp_path / "o")],
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "lab", "run", str(bad), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
