@@ -99,3 +99,17 @@ def test_blend_without_the_object_fails(tmp_path, meshes):
     (folder / "objects.toml").write_text(MANIFEST.format(mesh="brick.blend"))
     r = subprocess.run([*COMCO, "objects", "validate", str(folder)], capture_output=True, text=True)
     assert r.returncode == 2 and "no object named 'brick'" in r.stderr
+
+
+@pytest.mark.parametrize("scale, message", [(0.0, "zero size"), (1e7, "measures")])
+def test_zero_and_absurd_sizes_fail_naming_the_size(tmp_path, scale, message):
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    verts = "".join(f"v {x * scale} {y * scale} {z * scale}\n" for x, y, z in
+                    ((0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1)))
+    (folder / "brick.obj").write_text(verts + "f 1 2 3 4\nf 1 2 5\n")
+    (folder / "objects.toml").write_text(MANIFEST.format(mesh="brick.obj"))
+    r = subprocess.run([*COMCO, "objects", "validate", str(folder)], capture_output=True, text=True)
+    assert r.returncode == 2, r.stdout + r.stderr
+    line = r.stderr.strip()
+    assert len(line.splitlines()) == 1 and "brick" in line and "brick.obj" in line and message in line
