@@ -5,11 +5,9 @@ against n (it must not grow: records stream to disk).
 """
 
 import json
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 CHILD = """
 import resource, sys, time, pathlib

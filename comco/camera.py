@@ -1,4 +1,4 @@
-"""A pinhole camera in pure Python that matches Blender's perspective camera.
+"""A pinhole camera (Python and numpy, no bpy) that matches Blender's perspective camera.
 
 The planner uses it to place objects inside the view before Blender runs, and
 the renderer builds the Blender camera from the same numbers, so what the plan
@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+
+import numpy as np
 
 Vec3 = tuple[float, float, float]
 
@@ -98,48 +100,70 @@ class Camera:
         t = -self.location[2] / ray[2]
         return tuple(self.location[i] + t * ray[i] for i in range(3))  # type: ignore[return-value]
 
-    @cached_property
-    def _rows(self) -> tuple:
-        """Projection rows premultiplied by the focal length (hot path of the planner)."""
+    # -- many at once (numpy): the planner fits and places whole batches of scenes ------
+    # Only elementwise arithmetic, min and max: an element's result does not depend on
+    # the shape of the batch it was computed in, so plans stay identical however they
+    # are chunked over processes.
+
+    def ground_points(self, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) where the rays through pixels (u, v) meet the ground z = 0 (any shape)."""
+        (rx, ry, rz), (ux, uy, uz), (fx, fy, fz) = self.basis
+        f = self.focal_px
+        x = (u - self.width / 2) / f
+        y = -(v - self.height / 2) / f
+        t = -self.location[2] / (fz + x * rz + y * uz)
+        return self.location[0] + t * (fx + x * rx + y * ux), self.location[1] + t * (fy + x * ry + y * uy)
+
+    def box_corners(self, x: np.ndarray, y: np.ndarray, dims: np.ndarray, cos: np.ndarray,
+                    sin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pixels (us, vs), shape (..., 8), of the corners of yawed boxes standing on the ground.
+
+        x, y, cos, sin: shape (...); dims (..., 3) = width, depth, height. Corner k has
+        signs (CORNER_X, CORNER_Y) and sits on the top face when CORNER_TOP[k] is 1.
+        """
         right, up, forward = self.basis
         f = self.focal_px
-        return (tuple(f * c for c in right), tuple(-f * c for c in up), forward, self.location,
-                self.width / 2, self.height / 2)
-
-    def box_bounds(self, center: Vec3, dims: Vec3, yaw: float) -> tuple[float, float, float, float]:
-        """Image-space bounding box (u0, v0, u1, v1) of a yawed box resting on the ground."""
-        us, vs = self.box_corners(center, dims, yaw)
-        return min(us), min(vs), max(us), max(vs)
-
-    def box_corners(self, center: Vec3, dims: Vec3, yaw: float) -> tuple[list[float], list[float]]:
-        """Image positions (us, vs) of the 8 corners of a yawed box resting on the ground."""
-        (rx, ry, rz), (ux, uy, uz), (fx, fy, fz), (lx, ly, lz), cu, cv = self._rows
-        c, s = math.cos(yaw), math.sin(yaw)
-        hw, hd = dims[0] / 2, dims[1] / 2
-        bx, by, z0 = center[0] - lx, center[1] - ly, center[2] - lz
-        us, vs = [], []
-        for dx, dy in ((-hw, -hd), (-hw, hd), (hw, -hd), (hw, hd)):
-            x = bx + c * dx - s * dy
-            y = by + s * dx + c * dy
-            for z in (z0, z0 + dims[2]):
-                depth = x * fx + y * fy + z * fz
-                us.append(cu + (x * rx + y * ry + z * rz) / depth)
-                vs.append(cv + (x * ux + y * uy + z * uz) / depth)
+        lx, ly, lz = self.location
+        dx = dims[..., 0:1] * (0.5 * CORNER_X)
+        dy = dims[..., 1:2] * (0.5 * CORNER_Y)
+        c, s = cos[..., None], sin[..., None]
+        px = (x[..., None] - lx) + c * dx - s * dy
+        py = (y[..., None] - ly) + s * dx + c * dy
+        pz = dims[..., 2:3] * CORNER_TOP - lz
+        depth = px * forward[0] + py * forward[1] + pz * forward[2]
+        us = self.width / 2 + f * (px * right[0] + py * right[1] + pz * right[2]) / depth
+        vs = self.height / 2 - f * (px * up[0] + py * up[1] + pz * up[2]) / depth
         return us, vs
 
+    def box_bounds(self, x: np.ndarray, y: np.ndarray, dims: np.ndarray, cos: np.ndarray,
+                   sin: np.ndarray) -> np.ndarray:
+        """Image boxes (..., 4) = (u0, v0, u1, v1) of yawed boxes standing on the ground."""
+        us, vs = self.box_corners(x, y, dims, cos, sin)
+        return np.stack([us.min(-1), vs.min(-1), us.max(-1), vs.max(-1)], axis=-1)
 
-def hull_area(us: list[float], vs: list[float]) -> float:
-    """Area of the convex hull of 2-D points (monotone chain): a box's silhouette."""
-    pts = sorted(zip(us, vs))
+    def box_bounds_one(self, center: Vec3, dims: Vec3, yaw: float) -> tuple[float, float, float, float]:
+        """`box_bounds` for a single box (checks and tests)."""
+        b = self.box_bounds(np.array(center[0]), np.array(center[1]), np.asarray(dims, dtype=float),
+                            np.array(math.cos(yaw)), np.array(math.sin(yaw)))
+        return tuple(float(c) for c in b)  # type: ignore[return-value]
 
-    def half(points):
-        chain: list = []
-        for p in points:
-            while len(chain) >= 2 and ((chain[-1][0] - chain[-2][0]) * (p[1] - chain[-2][1])
-                                       - (chain[-1][1] - chain[-2][1]) * (p[0] - chain[-2][0])) <= 0:
-                chain.pop()
-            chain.append(p)
-        return chain
 
-    hull = half(pts)[:-1] + half(pts[::-1])[:-1]
-    return abs(sum(hull[i][0] * hull[i - 1][1] - hull[i - 1][0] * hull[i][1] for i in range(len(hull)))) / 2
+# The 8 corners of a box, in the order the faces below index them.
+CORNER_X = np.array([-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0])
+CORNER_Y = np.array([-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0])
+CORNER_TOP = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
+BOX_FACES = np.array([[0, 2, 3, 1], [4, 6, 7, 5], [0, 4, 5, 1], [2, 6, 7, 3], [0, 4, 6, 2], [1, 5, 7, 3]])
+
+
+def silhouette_area(us: np.ndarray, vs: np.ndarray) -> np.ndarray:
+    """Area of the projected outline of boxes from their corner pixels (..., 8).
+
+    Seen from outside a convex body, every point of its outline is covered once by a
+    front face and once by a back face, so the outline's area is half the summed
+    areas of the six projected faces (shoelace formula per face).
+    """
+    fu, fv = us[..., BOX_FACES], vs[..., BOX_FACES]  # (..., 6, 4)
+    nu, nv = np.roll(fu, -1, axis=-1), np.roll(fv, -1, axis=-1)
+    cross = fu * nv - nu * fv
+    faces = np.abs(cross[..., 0] + cross[..., 1] + cross[..., 2] + cross[..., 3]) / 2
+    return (faces[..., 0] + faces[..., 1] + faces[..., 2] + faces[..., 3] + faces[..., 4] + faces[..., 5]) / 2

@@ -161,28 +161,95 @@ def write_list_caption(t: Template, objs: list[dict], object_set: ObjectSet) -> 
     return join_caption(t, [object_phrase(t, o, object_set) for o in objs])
 
 
+class Captioner:
+    """Every template's caption for every mention order of planned records.
+
+    Object phrases and sentences do not depend on the order, and a set has few
+    objects, colours, slots and sizes: they are written once and remembered (the
+    planner captions 10^5 records; the captions are the same as without the memo).
+    """
+
+    def __init__(self, templates: list[Template], book: TemplateBook, object_set: ObjectSet):
+        self.templates, self.book, self.set = templates, book, object_set
+        self._frames = [_frame(t) for t in templates]
+        self._phrases: dict[tuple, tuple[str, ...]] = {}  # (name, colour, material) -> per template
+        self._sentences: dict[tuple, str] = {}
+
+    def for_record(self, record: dict, sentence_variants: list[int]) -> dict[str, list[str]]:
+        objects = record["objects"]
+        orders = record["mention_orders"]
+        n, layout = len(objects), record["layout"]
+        keys = [(o["name"], o.get("color"), o.get("material")) for o in objects]
+        rows = [self._phrases.get(key) or self._remember(key) for key in keys]
+        tidy = all(row[-1] for row in rows)
+        out: dict[str, list[str]] = {}
+        for ti, (t, frame) in enumerate(zip(self.templates, self._frames)):
+            phrases = [row[ti] for row in rows]
+            if frame is None:
+                captions = [join_caption(t, [phrases[i] for i in order]) for order in orders]
+            else:
+                pre, join, last, post, tidy_frame = frame
+                captions = []
+                for order in orders:
+                    ph = [phrases[i] for i in order]
+                    text = pre + (join.join(ph[:-1]) + last + ph[-1] if n > 1 else ph[0]) + post
+                    if not (tidy and tidy_frame):  # what join_caption would have written
+                        text = " ".join(text.split())
+                    captions.append(text)
+            if t.kind == "long":
+                sentences = [self._sentence(t, o, key, v, layout, n)
+                             for o, key, v in zip(objects, keys, sentence_variants)]
+                captions = [" ".join([c] + [sentences[i] for i in order]) for c, order in zip(captions, orders)]
+            out[t.name] = captions
+            if "color" in t.requires and n >= 2:
+                fields = [object_fields(o, self.book, layout, n) for o in objects]
+                out[t.name + "_swapped"] = [
+                    write_list_caption(t, _swap_first_two_colors([fields[i] for i in order]), self.set)
+                    for order in orders
+                ]
+        return out
+
+    def _remember(self, key: tuple) -> tuple:
+        """The object's phrase in every template, and whether all of them are tidy."""
+        fields = {"name": key[0], "color": key[1], "material": key[2]}
+        phrases = [object_phrase(t, fields, self.set) for t in self.templates]
+        row = self._phrases[key] = (*phrases, all(p and _tidy(p) for p in phrases))
+        return row
+
+    def _sentence(self, t: Template, obj: dict, key: tuple, variant: int, layout: str, n: int) -> str:
+        pool = t.sentences_color if key[1] else t.sentences
+        memo = (t.name, layout, n, variant % len(pool), obj["slot"], obj["size_rank"]) + key
+        text = self._sentences.get(memo)
+        if text is None:
+            text = self._sentences[memo] = object_sentence(t, object_fields(obj, self.book, layout, n), variant,
+                                                           self.set)
+        return text
+
+
+def _frame(t: Template) -> tuple[str, str, str, str, bool] | None:
+    """(before, join, last join, after, tidy) of a caption with one {objects}; None otherwise.
+
+    Tidy: joining tidy phrases with these pieces gives text that join_caption's
+    white-space clean-up would leave as it is, so the clean-up can be skipped.
+    """
+    parts = t.caption.split("{objects}")
+    if len(parts) != 2:
+        return None
+    pre, post = parts
+    last = t.last_join if t.last_join is not None else t.join
+    tidy = (_tidy(pre + "x") and _tidy("x" + post) and _tidy("x" + t.join + "x") and _tidy("x" + last + "x"))
+    return pre, t.join, last, post, tidy
+
+
+def _tidy(text: str) -> bool:
+    """True if " ".join(text.split()) == text."""
+    return " ".join(text.split()) == text
+
+
 def captions_for_record(record: dict, templates: list[Template], book: TemplateBook,
                         object_set: ObjectSet, sentence_variants: list[int]) -> dict[str, list[str]]:
-    """Every template's caption for every mention order of a planned record."""
-    objects = record["objects"]
-    orders = record["mention_orders"]
-    n = len(objects)
-    fields = [object_fields(o, book, record["layout"], n) for o in objects]
-    out: dict[str, list[str]] = {}
-    for t in templates:
-        phrases = [object_phrase(t, f, object_set) for f in fields]
-        if t.kind == "long":
-            sentences = [object_sentence(t, f, v, object_set) for f, v in zip(fields, sentence_variants)]
-            out[t.name] = [" ".join([join_caption(t, [phrases[i] for i in order])] + [sentences[i] for i in order])
-                           for order in orders]
-        else:
-            out[t.name] = [join_caption(t, [phrases[i] for i in order]) for order in orders]
-        if "color" in t.requires and n >= 2:
-            out[t.name + "_swapped"] = [
-                write_list_caption(t, _swap_first_two_colors([fields[i] for i in order]), object_set)
-                for order in orders
-            ]
-    return out
+    """Every template's caption for every mention order of one planned record."""
+    return Captioner(templates, book, object_set).for_record(record, sentence_variants)
 
 
 def _swap_first_two_colors(ordered: list[dict]) -> list[dict]:

@@ -100,7 +100,7 @@ def captions(config: dict, deps: dict, out: Path) -> dict:
     """The rendered dataset with mention orders and captions re-planned at order bias p."""
     from comco.dataset import INFO, SCENES, Dataset, config_hash, write_json, write_jsonl
     from comco.manifest import load_object_set
-    from comco.planner import OBJECT_RETRIES, PlanConfig, Planner
+    from comco.planner import PlanConfig, Planner
 
     base = Dataset(deps["data"] / DATA)
     info = json.loads(json.dumps(base.info))
@@ -113,8 +113,7 @@ def captions(config: dict, deps: dict, out: Path) -> dict:
     planner = Planner(cfg, load_object_set(cfg.object_set))
     records, first, largest_first = [], 0, 0
     for rec in base.records():
-        again = planner.plan_with_seed(rec["index"], rec["seed"], rec["retry"],
-                                       planner.choose_objects(rec["index"], rec["retry"] // OBJECT_RETRIES))
+        again = planner.replan(rec["index"], rec["retry"])
         _check_same_scene(rec, again)
         new = dict(rec)
         new["mention_orders"], new["captions"] = again["mention_orders"], again["captions"]

@@ -10,24 +10,35 @@ variable, `order_bias` p, puts the largest object first with probability p.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
 POLICIES = ("random", "size-desc", "size-asc", "left-to-right")
 
 
-def balanced_orders(rng: np.random.Generator, n: int, k: int) -> list[list[int]]:
+def balanced_orders(u: list[float], n: int, k: int) -> list[list[int]]:
+    """K orders in which each object is at each position equally often, from uniform
+    numbers u (at least n * max(k, n) + n of them; see `draws_needed`)."""
     if n <= 3:
-        perms = [list(p) for p in itertools.permutations(range(n))]
-        rng.shuffle(perms)
-        return perms
-    base = [int(i) for i in rng.permutation(n)]
+        perms = list(itertools.permutations(range(n)))
+        return [list(p) for _, p in sorted(zip(u, perms))]  # all of them, shuffled
+    base = _permutation(u[:n])
     shifts = [base[s:] + base[:s] for s in range(n)]
     if k <= n:
-        pick = rng.choice(n, size=k, replace=False)
-        return [shifts[int(i)] for i in pick]
-    extra = [[int(i) for i in rng.permutation(n)] for _ in range(k - n)]
-    return shifts + extra
+        return [shifts[i] for i in _sample(u[n:n + k], n)]
+    return shifts + [_permutation(u[n * (j + 1):n * (j + 2)]) for j in range(k - n)]
+
+
+def order_count(n: int, k: int) -> int:
+    """How many orders a record of n objects carries."""
+    return math.factorial(n) if n <= 3 else k
+
+
+def draws_needed(n: int, k: int) -> int:
+    """Uniform numbers one record's orders take: the balanced orders, then a coin and
+    n keys per order for order_bias."""
+    return n * max(k, n) + n + order_count(n, k) * (n + 1)
 
 
 def mention_orders(rng: np.random.Generator, size_ranks: list[int], xs: list[float], *,
@@ -35,7 +46,8 @@ def mention_orders(rng: np.random.Generator, size_ranks: list[int], xs: list[flo
     """Orders as lists of object indices, first-mentioned first.
 
     size_ranks[i] is object i's size rank (0 = largest); xs[i] its image x (for
-    left-to-right).
+    left-to-right). The random policy takes all its numbers in one draw, in a fixed
+    layout, so order_bias changes which orders are biased, never the rest.
     """
     n = len(size_ranks)
     if policy == "size-desc":
@@ -46,12 +58,28 @@ def mention_orders(rng: np.random.Generator, size_ranks: list[int], xs: list[flo
         return [sorted(range(n), key=lambda i: xs[i])]
     if policy != "random":
         raise ValueError(f"unknown order policy {policy}")
-    orders = balanced_orders(rng, n, k)
+    u = rng.random(draws_needed(n, k)).tolist()
+    biased = u[n * max(k, n) + n:]
+    orders = balanced_orders(u, n, k)
     if order_bias:
         largest = size_ranks.index(0)
         for j in range(len(orders)):
-            if rng.random() < order_bias:
+            coin, keys = biased[j * (n + 1)], biased[j * (n + 1) + 1:(j + 1) * (n + 1)]
+            if coin < order_bias:
                 rest = [i for i in orders[j] if i != largest]
-                rng.shuffle(rest)
-                orders[j] = [largest] + [int(i) for i in rest]
+                orders[j] = [largest] + [rest[i] for i in _permutation(keys[:len(rest)])]
     return orders
+
+
+def _permutation(keys: list[float]) -> list[int]:
+    """The permutation that sorts uniform keys: uniform over all orders."""
+    return sorted(range(len(keys)), key=keys.__getitem__)
+
+
+def _sample(u: list[float], n: int) -> list[int]:
+    """len(u) distinct indices of range(n), uniformly (the first steps of Fisher-Yates)."""
+    pool = list(range(n))
+    for i, x in enumerate(u):
+        j = i + min(int(x * (n - i)), n - i - 1)
+        pool[i], pool[j] = pool[j], pool[i]
+    return pool[:len(u)]

@@ -83,3 +83,36 @@ def test_user_templates_add_and_unknown_keys_fail(tmp_path):
     f.write_text('[bad]\nobject = "{name}"\njoin = " "\ncaption = "{objects}"\ncolour = 1\n')
     with pytest.raises(UserError, match="unknown key 'colour'"):
         load_templates(f)
+
+
+def _plain_captions(rec, planner, variants):
+    """Captions written straight from the template functions, without the memo or the fast joins."""
+    from comco import captions as cap
+
+    n = len(rec["objects"])
+    fields = [cap.object_fields(o, planner.book, rec["layout"], n) for o in rec["objects"]]
+    out = {}
+    for t in planner.templates:
+        texts = []
+        for order in rec["mention_orders"]:
+            text = cap.join_caption(t, [cap.object_phrase(t, fields[i], planner.set) for i in order])
+            if t.kind == "long":
+                text = " ".join([text] + [cap.object_sentence(t, fields[i], variants[i], planner.set) for i in order])
+            texts.append(text)
+        out[t.name] = texts
+    return out
+
+
+@pytest.mark.parametrize("colors", [False, True])
+def test_memoised_captions_equal_the_plain_template_functions(tmp_path, colors):
+    # An untidy user template (double spaces, a leading space, a tab) takes the slow path.
+    odd = tmp_path / "odd.toml"
+    odd.write_text('[odd]\nobject = " {a}  {name}"\njoin = "  +\\t"\ncaption = " look: {objects} "\n', encoding="utf-8")
+    planner = Planner(PlanConfig(n=60, objects=(1, 2, 3, 5), colors=colors, templates=str(odd)), load_object_set("comco"))
+    for rec in planner.records():
+        variants = [7, 8, 9, 10, 11]
+        got = planner.captioner.for_record(rec, variants)
+        want = _plain_captions(rec, planner, variants)
+        for name, texts in want.items():
+            assert got[name] == texts, name
+    assert got["odd"][0].startswith("look: ")

@@ -4,12 +4,14 @@ import itertools
 import json
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from comco.camera import Camera
 from comco.manifest import load_object_set
 from comco.plan_run import run_plan
-from comco.planner import SLOTS, PlanConfig, Planner, _fits
+from comco.placement import boxes_fit
+from comco.planner import SLOTS, PlanConfig, Planner
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +86,9 @@ def test_every_layout_fits_the_view_without_overlap(set_name, layout):
     planner = Planner(cfg, oset)
     cam = Camera.default(*cfg.resolution)
     for rec in planner.records():
-        boxes = [cam.box_bounds(tuple(o["location"]), oset.get(o["name"]).normalized_dimensions(o["scale"]),
-                                o["rotation_z"]) for o in rec["objects"]]
-        assert _fits(boxes, 320, 240, 0.0)
+        boxes = [cam.box_bounds_one(tuple(o["location"]), oset.get(o["name"]).normalized_dimensions(o["scale"]),
+                                    o["rotation_z"]) for o in rec["objects"]]
+        assert boxes_fit(np.array([boxes]), np.ones((1, len(boxes)), dtype=bool), 320, 240, 0.0)[0]
         assert len({o["slot"] for o in rec["objects"]}) == len(rec["objects"])
         assert all(o["slot"] in SLOTS for o in rec["objects"])
 
