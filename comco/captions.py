@@ -172,8 +172,8 @@ class Captioner:
     def __init__(self, templates: list[Template], book: TemplateBook, object_set: ObjectSet):
         self.templates, self.book, self.set = templates, book, object_set
         self._frames = [_frame(t) for t in templates]
-        self._phrases: dict[tuple, tuple[str, ...]] = {}  # (name, colour, material) -> per template
-        self._sentences: dict[tuple, str] = {}
+        self._phrases: dict[tuple, tuple] = {}  # (name, colour, material) -> per template, + tidy
+        self._sentences: list[dict[tuple, str]] = [{} for _ in templates]  # per long template
 
     def for_record(self, record: dict, sentence_variants: list[int]) -> dict[str, list[str]]:
         objects = record["objects"]
@@ -182,23 +182,24 @@ class Captioner:
         keys = [(o["name"], o.get("color"), o.get("material")) for o in objects]
         rows = [self._phrases.get(key) or self._remember(key) for key in keys]
         tidy = all(row[-1] for row in rows)
+        ordered_rows = [[rows[i] for i in order] for order in orders]
         out: dict[str, list[str]] = {}
         for ti, (t, frame) in enumerate(zip(self.templates, self._frames)):
-            phrases = [row[ti] for row in rows]
-            if frame is None:
-                captions = [join_caption(t, [phrases[i] for i in order]) for order in orders]
+            if frame is None or not (tidy and frame[4]):
+                # Rare (odd user templates): the plain writer and its white-space clean-up.
+                captions = [join_caption(t, [row[ti] for row in ordered]) for ordered in ordered_rows]
+            elif n == 1:
+                captions = [frame[0] + ordered[0][ti] + frame[3] for ordered in ordered_rows]
             else:
-                pre, join, last, post, tidy_frame = frame
-                captions = []
-                for order in orders:
-                    ph = [phrases[i] for i in order]
-                    text = pre + (join.join(ph[:-1]) + last + ph[-1] if n > 1 else ph[0]) + post
-                    if not (tidy and tidy_frame):  # what join_caption would have written
-                        text = " ".join(text.split())
-                    captions.append(text)
+                pre, join, last, post, _ = frame
+                captions = [pre + join.join([row[ti] for row in ordered[:-1]]) + last + ordered[-1][ti] + post
+                            for ordered in ordered_rows]
             if t.kind == "long":
-                sentences = [self._sentence(t, o, key, v, layout, n)
-                             for o, key, v in zip(objects, keys, sentence_variants)]
+                memo, plain, coloured = self._sentences[ti], len(t.sentences), len(t.sentences_color)
+                # The variant only matters modulo the number of sentences to choose from.
+                skeys = [(n, v % (coloured if key[1] else plain), o["slot"], o["size_rank"]) + key
+                         for o, key, v in zip(objects, keys, sentence_variants)]
+                sentences = [memo.get(k) or self._sentence(ti, o, k, layout) for o, k in zip(objects, skeys)]
                 captions = [" ".join([c] + [sentences[i] for i in order]) for c, order in zip(captions, orders)]
             out[t.name] = captions
             if "color" in t.requires and n >= 2:
@@ -216,12 +217,9 @@ class Captioner:
         row = self._phrases[key] = (*phrases, all(p and _tidy(p) for p in phrases))
         return row
 
-    def _sentence(self, t: Template, obj: dict, key: tuple, variant: int, layout: str, n: int) -> str:
-        pool = t.sentences_color if key[1] else t.sentences
-        memo = (t.name, layout, n, variant % len(pool), obj["slot"], obj["size_rank"]) + key
-        text = self._sentences.get(memo)
-        if text is None:
-            text = self._sentences[memo] = object_sentence(t, object_fields(obj, self.book, layout, n), variant,
+    def _sentence(self, ti: int, obj: dict, skey: tuple, layout: str) -> str:
+        t, n, variant = self.templates[ti], skey[0], skey[1]
+        text = self._sentences[ti][skey] = object_sentence(t, object_fields(obj, self.book, layout, n), variant,
                                                            self.set)
         return text
 

@@ -2,8 +2,8 @@
 
 An attempt is one try at one image (an index and a retry). Each has streams of
 its own (comco/rng.py): one for which objects it shows, kept across retries, and
-one from which DRAWS uniform numbers are taken in one go, in a fixed layout, plus
-LIGHT_NORMALS normal ones. What the numbers become (sizes, size ranks, slots,
+one from which all its uniform numbers are taken in one go, in a fixed layout
+(placement first, then mention orders), plus LIGHT_NORMALS normal ones. What the numbers become (sizes, size ranks, slots,
 turns, looks, jitter) is then computed for the whole batch at once with numpy.
 The layout is laid out for MAX_OBJECTS objects whatever the count, so a scene with
 fewer objects, or a layout that uses fewer numbers, shifts nothing else.
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from comco.manifest import ObjectSet
+from comco.orders import draws_needed
 from comco.placement import MAX_OBJECTS, PLACEMENT_TRIES, REF_FRACTION, SLOT_JITTER, SLOTS, size_ranks
 from comco.rng import Reseedable, image_seed
 
@@ -32,7 +33,10 @@ COLOR = MATERIAL + K
 YAW = COLOR + K
 VARIANT = YAW + K  # which sentence of a long template
 JITTER = VARIANT + K  # PLACEMENT_TRIES x K x 2 moves from the slot centres
-DRAWS = JITTER + PLACEMENT_TRIES * K * 2
+PLACE_DRAWS = JITTER + PLACEMENT_TRIES * K * 2
+ORDERS = PLACE_DRAWS  # then the mention orders' numbers (comco/orders.py), as many as
+# the configuration needs. Orders come last in the stream, so the order policy (the
+# lab's --order-bias variable) changes only orders and captions, never the image.
 LIGHT_NORMALS = 12
 OBJECT_RETRIES = 10  # attempts with the same objects before drawing new ones
 
@@ -55,6 +59,7 @@ class Drawn:
     variant: np.ndarray
     jitter: np.ndarray  # (A, PLACEMENT_TRIES, K, 2) pixels
     normals: np.ndarray  # (A, LIGHT_NORMALS)
+    order_numbers: np.ndarray  # (A, order draws) uniform numbers for mention_orders
 
 
 class Drawer:
@@ -73,6 +78,7 @@ class Drawer:
         self._large_options = np.array([SLOTS.index(s) for s in cfg.large_slot])
         # For each large slot, the other slots in order.
         self._others = np.array([[s for s in range(K) if s != large] for large in range(K)])
+        self._draws = ORDERS + max(draws_needed(n, cfg.orders) for n in range(1, K + 1))
         self._rng = Reseedable()
         self._chosen: dict[tuple[int, int], list[int]] = {}
 
@@ -104,7 +110,7 @@ class Drawer:
     def draw(self, jobs: list[tuple[int, int]]) -> Drawn:
         """Draw attempts (index, retry) and decide everything but the geometry."""
         cfg, size = self.cfg, len(jobs)
-        uniform = np.empty((size, DRAWS))
+        uniform = np.empty((size, self._draws))
         normals = np.empty((size, LIGHT_NORMALS))
         ids = np.zeros((size, K), dtype=np.intp)
         valid = np.zeros((size, K), dtype=bool)
@@ -127,13 +133,13 @@ class Drawer:
         reach = self._yaw_range[ids]
         yaw = _pick(uniform[:, YAW:YAW + K], 2 * reach + 1) - reach
         w, h = cfg.resolution
-        jitter = (2 * uniform[:, JITTER:] - 1).reshape(size, PLACEMENT_TRIES, K, 2) * (
+        jitter = (2 * uniform[:, JITTER:PLACE_DRAWS] - 1).reshape(size, PLACEMENT_TRIES, K, 2) * (
             SLOT_JITTER * np.array([w, h], dtype=float))
         colors = self._colors(uniform[:, COLOR:COLOR + K].tolist(), ids.tolist(), count.tolist())
         return Drawn(index=[i for i, _ in jobs], retry=[r for _, r in jobs], seed=seeds, ids=ids, valid=valid,
                      fraction=fraction, ranks=ranks, slot=slot, yaw=np.where(valid, yaw, 0), material=material,
                      colors=colors, variant=_pick(uniform[:, VARIANT:VARIANT + K], 1 << 16), jitter=jitter,
-                     normals=normals)
+                     normals=normals, order_numbers=uniform[:, ORDERS:])
 
     def _fractions(self, u: np.ndarray, count: np.ndarray, valid: np.ndarray, ids: np.ndarray) -> np.ndarray:
         cfg, size = self.cfg, len(u)

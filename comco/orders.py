@@ -12,8 +12,6 @@ from __future__ import annotations
 import itertools
 import math
 
-import numpy as np
-
 POLICIES = ("random", "size-desc", "size-asc", "left-to-right")
 
 
@@ -23,7 +21,7 @@ def balanced_orders(u: list[float], n: int, k: int) -> list[list[int]]:
     if n <= 3:
         perms = list(itertools.permutations(range(n)))
         return [list(p) for _, p in sorted(zip(u, perms))]  # all of them, shuffled
-    base = _permutation(u[:n])
+    base = sorted(range(n), key=u.__getitem__)  # a uniform permutation
     shifts = [base[s:] + base[:s] for s in range(n)]
     if k <= n:
         return [shifts[i] for i in _sample(u[n:n + k], n)]
@@ -41,13 +39,13 @@ def draws_needed(n: int, k: int) -> int:
     return n * max(k, n) + n + order_count(n, k) * (n + 1)
 
 
-def mention_orders(rng: np.random.Generator, size_ranks: list[int], xs: list[float], *,
+def mention_orders(u: list[float], size_ranks: list[int], xs: list[float], *,
                    policy: str = "random", k: int = 4, order_bias: float | None = None) -> list[list[int]]:
     """Orders as lists of object indices, first-mentioned first.
 
-    size_ranks[i] is object i's size rank (0 = largest); xs[i] its image x (for
-    left-to-right). The random policy takes all its numbers in one draw, in a fixed
-    layout, so order_bias changes which orders are biased, never the rest.
+    u: uniform numbers, at least `draws_needed(n, k)`, used in a fixed layout, so
+    order_bias changes which orders are biased, never the others. size_ranks[i] is
+    object i's size rank (0 = largest); xs[i] its image x (for left-to-right).
     """
     n = len(size_ranks)
     if policy == "size-desc":
@@ -58,7 +56,6 @@ def mention_orders(rng: np.random.Generator, size_ranks: list[int], xs: list[flo
         return [sorted(range(n), key=lambda i: xs[i])]
     if policy != "random":
         raise ValueError(f"unknown order policy {policy}")
-    u = rng.random(draws_needed(n, k)).tolist()
     biased = u[n * max(k, n) + n:]
     orders = balanced_orders(u, n, k)
     if order_bias:

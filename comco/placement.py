@@ -39,7 +39,7 @@ MARGIN = 0.015  # keep this share of the image side free at the borders
 # inside it, and the renderer measures real occlusion (visible fraction) anyway.
 BOX_OVERLAP = 0.3
 PLACEMENT_TRIES = 15
-EXACT_PER_ROUND = 2  # tries re-projected exactly per round (see Placer.place)
+TRIES_PER_ROUND = 3  # see Placer.place
 YAWS = 361  # whole degrees -180..180: finer turns change nothing a person or a model sees
 
 # Why a scene could not be placed (the planner turns codes into sentences).
@@ -155,33 +155,33 @@ class Placer:
             small = frac[rows, large] < 0.95 * fraction[rows, large]
             _fail(status, culprit, small, large, LARGE_TOO_SMALL)
 
-        # All tries at once: (A, T, K) arrays; the first try whose box fits both as moved
-        # and as re-projected exactly wins, as if they had been tried one after another.
+        # Tries go in rounds of TRIES_PER_ROUND for the scenes still unplaced (most need
+        # one round). Within a round, each scene's earliest try whose box fits both as
+        # moved and as re-projected exactly wins, as if tried one after another.
         m2 = 2.5 * self.margin  # clamp with a wider margin: the exact re-projection may grow a box
-        b = box[:, None]
-        du = np.minimum(np.maximum(jitter[..., 0], m2 - b[..., 0]), self.w - m2 - b[..., 2])
-        dv = np.minimum(np.maximum(jitter[..., 1], m2 - b[..., 1]), self.h - m2 - b[..., 3])
-        moved = b + np.stack([du, dv, du, dv], axis=-1)
         tries = jitter.shape[1]
-        near = self.boxes_fit(moved, np.broadcast_to(valid[:, None], du.shape)) & (status == OK)[:, None]
-        # Re-project exactly only the first few tries that fit as moved (most scenes need
-        # one), then the next few for the scenes still unplaced.
-        rank = np.cumsum(near, axis=1) - 1
-        first = np.full(a_count, tries)
+        first = np.where(status == OK, tries, -1)  # -1: failed before placement
         x, y, u = np.zeros(obj.shape), np.zeros(obj.shape), np.zeros(obj.shape)
-        for lo in range(0, tries, EXACT_PER_ROUND):
-            a_i, t_i = np.nonzero(near & (rank >= lo) & (rank < lo + EXACT_PER_ROUND) & (first == tries)[:, None])
-            if not a_i.size:
+        for lo in range(0, tries, TRIES_PER_ROUND):
+            todo = np.flatnonzero(first == tries)
+            if not todo.size:
                 break
-            fu = foot_u[a_i] + du[a_i, t_i]
-            gx, gy = self.cam.ground_points(fu, np.minimum(foot_v[a_i] + dv[a_i, t_i], self.h * 0.999))
+            b = box[todo][:, None]
+            jit = jitter[todo, lo:lo + TRIES_PER_ROUND]
+            du = np.minimum(np.maximum(jit[..., 0], m2 - b[..., 0]), self.w - m2 - b[..., 2])
+            dv = np.minimum(np.maximum(jit[..., 1], m2 - b[..., 1]), self.h - m2 - b[..., 3])
+            moved = b + np.stack([du, dv, du, dv], axis=-1)
+            r_i, t_i = np.nonzero(self.boxes_fit(moved, np.broadcast_to(valid[todo][:, None], du.shape)))
+            a_i = todo[r_i]
+            fu = foot_u[a_i] + du[r_i, t_i]
+            gx, gy = self.cam.ground_points(fu, np.minimum(foot_v[a_i] + dv[r_i, t_i], self.h * 0.999))
             dims = self.unit_dims[obj[a_i]] * scale[a_i][..., None]
             exact = self.cam.box_bounds(gx, gy, dims, self.cos[yaw[a_i]], self.sin[yaw[a_i]])
             ok = np.flatnonzero(self.boxes_fit(exact, valid[a_i]))
-            # (a_i, t_i) come in order: the first ok row of a scene is its earliest try.
+            # Rows come ordered by scene, then try: a scene's first ok row is its earliest try.
             rows = ok[np.unique(a_i[ok], return_index=True)[1]]
             won = a_i[rows]
-            first[won] = t_i[rows]
+            first[won] = lo + t_i[rows]
             x[won], y[won], u[won] = gx[rows], gy[rows], fu[rows]
         status[(status == OK) & (first == tries)] = NO_ROOM
         return Placed(status=status, culprit=culprit, scale=scale, x=x, y=y, u=u, fraction=frac)

@@ -4,8 +4,8 @@ Never the global `random` or `np.random` state: an image's content depends only 
 its own seed, so a dataset can be planned, rendered or sharded in any order.
 
 Both steps are cheap on purpose. numpy's SeedSequence costs about 18 us and a fresh
-PCG64 about as much again; a 100,000-image plan derives three streams per image, so
-seeds are hashed with BLAKE2b instead and one PCG64 per planner is re-seeded by
+PCG64 about as much again; a 100,000-image plan derives two streams per attempt (its
+objects and everything else), so seeds are hashed with BLAKE2b instead and one PCG64 per planner is re-seeded by
 setting its state (3 us). The recorded seed alone still reproduces the stream:
 `generator(seed)` gives the same numbers as `Reseedable().seed(seed)`.
 """
