@@ -168,7 +168,7 @@ def validate(dataset: Annotated[Path, typer.Argument(help="A dataset folder.")],
     if problems:
         for p in problems[:50]:
             typer.echo(p, err=True)
-        more = f" (first 50 shown)" if len(problems) > 50 else ""
+        more = " (first 50 shown)" if len(problems) > 50 else ""
         typer.echo(f"{dataset}: {len(problems)} problems{more}", err=True)
         raise typer.Exit(1)
     _say(quiet, f"{dataset}: valid")

@@ -1,9 +1,9 @@
 """Every random number of a batch of planning attempts, and what they decide.
 
-An attempt is one try at one image (an index and a retry). Each has streams of
-its own (comco/rng.py): one for which objects it shows, kept across retries, and
-one from which all its uniform numbers are taken in one go, in a fixed layout
-(placement first, then mention orders), plus LIGHT_NORMALS normal ones. What the numbers become (sizes, size ranks, slots,
+An attempt is one try at one image (an index and a retry). Each has a stream of
+its own (comco/rng.py) from which all its uniform numbers are taken in one go, in
+a fixed layout (objects, placement, then mention orders), plus LIGHT_NORMALS
+normal ones. What the numbers become (sizes, size ranks, slots,
 turns, looks, jitter) is then computed for the whole batch at once with numpy.
 The layout is laid out for MAX_OBJECTS objects whatever the count, so a scene with
 fewer objects, or a layout that uses fewer numbers, shifts nothing else.
@@ -22,7 +22,8 @@ from comco.rng import Reseedable, image_seed
 
 K = MAX_OBJECTS
 # Offsets into an attempt's uniform numbers.
-LARGE = 0  # the large object's share, within +-10 %
+OBJECTS = 0  # K numbers: which objects (kept over OBJECT_RETRIES attempts)
+LARGE = OBJECTS + K  # the large object's share, within +-10 %
 SMALLS = 1  # K - 1 small shares
 WHICH = SMALLS + K - 1  # which object is the large one
 GRADED = WHICH + 1  # K keys: the graded layout's order of sizes
@@ -80,51 +81,56 @@ class Drawer:
         self._others = np.array([[s for s in range(K) if s != large] for large in range(K)])
         self._draws = ORDERS + max(draws_needed(n, cfg.orders) for n in range(1, K + 1))
         self._rng = Reseedable()
-        self._chosen: dict[tuple[int, int], list[int]] = {}
 
     def count_for(self, index: int) -> int:
         """Images are spread evenly (round robin) over the object counts."""
         return self.cfg.objects[index % len(self.cfg.objects)]
 
     def choose_ids(self, index: int, draw: int) -> list[int]:
-        """Which objects image `index` shows: uniform, without replacement.
+        """The objects of image `index` in its draw `draw` (retries draw*10 .. draw*10+9)."""
+        u = self._rng.seed(image_seed(self.cfg.seed, index, draw * OBJECT_RETRIES)).random(K)
+        n = self.count_for(index)
+        return self._choose(u[None, :], np.array([n]))[0, :n].tolist()
 
-        A stream of its own, so that a scene re-planned after a failed placement or
-        render check keeps its objects; otherwise objects that are hard to fit (long
-        trains, tall giraffes) would be silently under-represented. Only a
-        combination that keeps failing is drawn again (`draw` > 0).
-        """
-        key = (index, draw)
-        if key in self._chosen:
-            return self._chosen[key]
-        n, pool = self.count_for(index), list(range(len(self.set.objects)))
-        u = self._rng.seed(image_seed(self.cfg.seed, index, draw, stream=1)).random(n).tolist()
-        for i in range(n):  # the first n steps of a Fisher-Yates shuffle
-            j = i + min(int(u[i] * (len(pool) - i)), len(pool) - i - 1)
-            pool[i], pool[j] = pool[j], pool[i]
-        if len(self._chosen) > 4096:  # only retries of the current batches need them
-            self._chosen.clear()
-        self._chosen[key] = pool[:n]
-        return pool[:n]
+    def _choose(self, u: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """Objects for each row of numbers (A, K): uniform, without replacement (the
+        first steps of a Fisher-Yates shuffle); the first count[a] are the scene's."""
+        size, total = len(u), len(self.set.objects)
+        pool = np.tile(np.arange(total), (size, 1))
+        rows = np.arange(size)
+        for i in range(min(K, total)):
+            j = i + np.minimum((u[:, i] * (total - i)).astype(np.intp), total - i - 1)
+            pool[rows, i], pool[rows, j] = pool[rows, j], pool[rows, i].copy()
+        return np.where(np.arange(K)[None, :] < count[:, None], pool[:, :K], 0)
 
     def draw(self, jobs: list[tuple[int, int]]) -> Drawn:
-        """Draw attempts (index, retry) and decide everything but the geometry."""
+        """Draw attempts (index, retry) and decide everything but the geometry.
+
+        The objects come first in a stream. They are drawn in the first attempt of
+        every OBJECT_RETRIES and kept by the retries after it (whose own first
+        numbers go unused), so that a scene re-planned after a failed placement or
+        render check keeps its objects; otherwise objects that are hard to fit
+        (long trains, tall giraffes) would be silently under-represented.
+        """
         cfg, size = self.cfg, len(jobs)
         uniform = np.empty((size, self._draws))
+        objects_u = np.empty((size, K))
         normals = np.empty((size, LIGHT_NORMALS))
-        ids = np.zeros((size, K), dtype=np.intp)
-        valid = np.zeros((size, K), dtype=bool)
         seeds = []
         for a, (index, retry) in enumerate(jobs):
-            chosen = self.choose_ids(index, retry // OBJECT_RETRIES)
-            ids[a, :len(chosen)] = chosen
-            valid[a, :len(chosen)] = True
             seed = image_seed(cfg.seed, index, retry)
             seeds.append(seed)
             rng = self._rng.seed(seed)
             rng.random(out=uniform[a])
             rng.standard_normal(out=normals[a])
-        count = valid.sum(axis=1)
+            first = retry - retry % OBJECT_RETRIES
+            if retry != first:
+                self._rng.seed(image_seed(cfg.seed, index, first)).random(out=objects_u[a])
+            else:
+                objects_u[a] = uniform[a, :K]
+        count = np.array([self.count_for(index) for index, _ in jobs])
+        valid = np.arange(K)[None, :] < count[:, None]
+        ids = self._choose(objects_u, count)
         fraction = np.where(valid, self._fractions(uniform, count, valid, ids), REF_FRACTION)
         ranks = size_ranks(fraction, valid)
         slot = self._slots(uniform, ranks, valid)

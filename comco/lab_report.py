@@ -663,7 +663,7 @@ def _analysis_paragraph(name: str, variants: list, series: dict) -> str:
     parts = []
     for label, stats in series.items():
         if name == "padding":
-            parts.append(compare(f"k = 0", stats[0], f"k = {len(stats) - 1}", stats[-1],
+            parts.append(compare("k = 0", stats[0], f"k = {len(stats) - 1}", stats[-1],
                                  f"for {label}, R@1"))
         elif name == "order":
             parts.append(compare("first-2", stats[0], "swap-2", stats[1], f"for {label}, R@1"))

@@ -18,12 +18,12 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 
 from comco.dataset import (FAILURES, INFO, METADATA, SCENES, SINGLES, check_writable, dumps, metadata_rows,
-                           prepare_out, read_jsonl, write_json, write_jsonl)
+                           prepare_out, write_json, write_jsonl)
 from comco.errors import UserError
 from comco.plan_run import dataset_info, make_planner
 from comco.planner import PlanConfig, Planner

@@ -4,8 +4,8 @@ Never the global `random` or `np.random` state: an image's content depends only 
 its own seed, so a dataset can be planned, rendered or sharded in any order.
 
 Both steps are cheap on purpose. numpy's SeedSequence costs about 18 us and a fresh
-PCG64 about as much again; a 100,000-image plan derives two streams per attempt (its
-objects and everything else), so seeds are hashed with BLAKE2b instead and one PCG64 per planner is re-seeded by
+PCG64 about as much again, per image, in a plan of 100,000; so seeds are hashed
+with BLAKE2b instead and one PCG64 per planner is re-seeded by
 setting its state (3 us). The recorded seed alone still reproduces the stream:
 `generator(seed)` gives the same numbers as `Reseedable().seed(seed)`.
 """
@@ -18,9 +18,9 @@ import struct
 import numpy as np
 
 
-def image_seed(dataset_seed: int, index: int, retry: int = 0, stream: int = 0) -> int:
-    """A 63-bit seed for one image (one retry, one stream of it); recorded in the scene."""
-    key = struct.pack("<4q", dataset_seed, index, retry, stream)
+def image_seed(dataset_seed: int, index: int, retry: int = 0) -> int:
+    """A 63-bit seed for one image (one retry of it); recorded in the scene."""
+    key = struct.pack("<3q", dataset_seed, index, retry)
     return int.from_bytes(hashlib.blake2b(key, digest_size=8, person=b"comco-image").digest(), "little") >> 1
 
 
