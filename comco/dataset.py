@@ -18,7 +18,7 @@ from typing import IO, Iterable, Iterator
 
 import orjson
 
-from comco import GENERATOR, __version__
+from comco import GENERATOR, PLAN_VERSION, __version__
 from comco.errors import UserError
 
 INFO = "dataset.json"
@@ -35,7 +35,8 @@ def dumps(record: dict) -> str:
 
 
 def config_hash(config: dict, object_set_hash: str) -> str:
-    blob = json.dumps({"config": config, "object_set_hash": object_set_hash}, sort_keys=True)
+    blob = json.dumps({"config": config, "object_set_hash": object_set_hash, "plan_version": PLAN_VERSION},
+                      sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -22,13 +22,15 @@ from comco.rng import Reseedable, image_seed
 
 K = MAX_OBJECTS
 # Offsets into an attempt's uniform numbers.
-OBJECTS = 0  # K numbers: which objects (kept over OBJECT_RETRIES attempts)
-LARGE = OBJECTS + K  # the large object's share, within +-10 %
+# Kept over OBJECT_RETRIES attempts (see Drawer.draw):
+OBJECTS = 0  # K numbers: which objects
+LARGE_SLOT = OBJECTS + K  # where the large one goes
+KEPT = LARGE_SLOT + 1
+LARGE = KEPT  # the large object's share, within +-10 %
 SMALLS = 1  # K - 1 small shares
 WHICH = SMALLS + K - 1  # which object is the large one
 GRADED = WHICH + 1  # K keys: the graded layout's order of sizes
-LARGE_SLOT = GRADED + K
-SHUFFLE = LARGE_SLOT + 1  # K - 1 keys: the other slots' order
+SHUFFLE = GRADED + K  # K - 1 keys: the other slots' order
 MATERIAL = SHUFFLE + K - 1
 COLOR = MATERIAL + K
 YAW = COLOR + K
@@ -39,7 +41,7 @@ ORDERS = PLACE_DRAWS  # then the mention orders' numbers (comco/orders.py), as m
 # the configuration needs. Orders come last in the stream, so the order policy (the
 # lab's --order-bias variable) changes only orders and captions, never the image.
 LIGHT_NORMALS = 12
-OBJECT_RETRIES = 10  # attempts with the same objects before drawing new ones
+OBJECT_RETRIES = 20  # attempts with the same objects before drawing new ones
 
 
 @dataclass
@@ -101,20 +103,23 @@ class Drawer:
         for i in range(min(K, total)):
             j = i + np.minimum((u[:, i] * (total - i)).astype(np.intp), total - i - 1)
             pool[rows, i], pool[rows, j] = pool[rows, j], pool[rows, i].copy()
-        return np.where(np.arange(K)[None, :] < count[:, None], pool[:, :K], 0)
+        chosen = np.zeros((size, K), dtype=np.intp)  # a set may have fewer than K objects
+        chosen[:, :min(K, total)] = pool[:, :K]
+        return np.where(np.arange(K)[None, :] < count[:, None], chosen, 0)
 
     def draw(self, jobs: list[tuple[int, int]]) -> Drawn:
         """Draw attempts (index, retry) and decide everything but the geometry.
 
-        The objects come first in a stream. They are drawn in the first attempt of
-        every OBJECT_RETRIES and kept by the retries after it (whose own first
-        numbers go unused), so that a scene re-planned after a failed placement or
-        render check keeps its objects; otherwise objects that are hard to fit
-        (long trains, tall giraffes) would be silently under-represented.
+        The objects and the large slot come first in a stream. They are drawn in the
+        first attempt of every OBJECT_RETRIES and kept by the retries after it (whose
+        own first numbers go unused), so that a scene re-planned after a failed
+        placement or render check keeps them; otherwise objects that are hard to fit
+        (long trains, tall giraffes) would be silently under-represented, and so
+        would the far slots, where a large object must be larger in the world.
         """
         cfg, size = self.cfg, len(jobs)
         uniform = np.empty((size, self._draws))
-        objects_u = np.empty((size, K))
+        kept = np.empty((size, KEPT))
         normals = np.empty((size, LIGHT_NORMALS))
         seeds = []
         for a, (index, retry) in enumerate(jobs):
@@ -125,15 +130,15 @@ class Drawer:
             rng.standard_normal(out=normals[a])
             first = retry - retry % OBJECT_RETRIES
             if retry != first:
-                self._rng.seed(image_seed(cfg.seed, index, first)).random(out=objects_u[a])
+                self._rng.seed(image_seed(cfg.seed, index, first)).random(out=kept[a])
             else:
-                objects_u[a] = uniform[a, :K]
+                kept[a] = uniform[a, :KEPT]
         count = np.array([self.count_for(index) for index, _ in jobs])
         valid = np.arange(K)[None, :] < count[:, None]
-        ids = self._choose(objects_u, count)
+        ids = self._choose(kept[:, OBJECTS:OBJECTS + K], count)
         fraction = np.where(valid, self._fractions(uniform, count, valid, ids), REF_FRACTION)
         ranks = size_ranks(fraction, valid)
-        slot = self._slots(uniform, ranks, valid)
+        slot = self._slots(uniform, kept[:, LARGE_SLOT], ranks, valid)
         fixed = self._fixed_material[ids]
         material = np.where(fixed >= 0, fixed, _pick(uniform[:, MATERIAL:MATERIAL + K], len(self.set.materials)))
         reach = self._yaw_range[ids]
@@ -171,10 +176,10 @@ class Drawer:
         total = cfg.large_fraction + (count - 1) * cfg.small_fraction[1]
         return fr * np.minimum(1.0, total / fr.sum(axis=1))[:, None]
 
-    def _slots(self, u: np.ndarray, ranks: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    def _slots(self, u: np.ndarray, u_large: np.ndarray, ranks: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """The large object takes the drawn large slot; the others the rest, shuffled."""
         options = self._large_options
-        large_slot = options[_pick(u[:, LARGE_SLOT], len(options))]
+        large_slot = options[_pick(u_large, len(options))]
         order = np.argsort(u[:, SHUFFLE:SHUFFLE + K - 1], axis=1, kind="stable")
         rest = np.take_along_axis(self._others[large_slot], order, axis=1)
         col = np.arange(K)[None, :]

@@ -5,27 +5,22 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import queue
 import time
+import traceback
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
 from comco.dataset import (INFO, SCENES, SINGLES, atomic_write, check_writable, dumps, make_info,
                            prepare_out, write_json, write_jsonl)
+from comco.errors import UserError
 from comco.manifest import load_object_set
 from comco.planner import PlanConfig, Planner
 from comco.progress import progress
 
 CHUNK = 4096
 PARALLEL_FROM = 20000  # below this, starting processes costs more than it saves
-
-_worker_planner: Planner | None = None
-
-
-def _init_worker(cfg: PlanConfig) -> None:
-    global _worker_planner
-    _worker_planner = Planner(cfg, load_object_set(cfg.object_set))
-
 
 @contextmanager
 def _no_cycle_collection():
@@ -40,15 +35,47 @@ def _no_cycle_collection():
             gc.enable()
 
 
-def _plan_chunk(bounds: tuple[int, int]) -> tuple[bytes, Counter]:
-    assert _worker_planner is not None
+def _chunk_text(records, count: int) -> tuple[bytes, Counter]:
+    """The next `count` records as JSON lines (encoded here, in the worker), and their retries."""
     lines, retries = [], Counter()
-    with _no_cycle_collection():
-        for rec in _worker_planner.records(*bounds):
-            lines.append(dumps(rec))
-            retries[rec["retry"]] += 1
-    # Encoded here, in the worker: the writer only appends bytes.
+    for _ in range(count):
+        rec = next(records)
+        lines.append(dumps(rec))
+        retries[rec["retry"]] += 1
     return ("\n".join(lines) + "\n").encode(), retries
+
+
+def _plan_worker(cfg: PlanConfig, chunks: list[tuple[int, int]], out: mp.Queue) -> None:
+    """Plan these chunks as one stream and send each one's text in order.
+
+    One stream, not one per chunk: a chunk's last scenes retry in small batches,
+    and a stream fills those batches with the next chunk's scenes instead.
+    """
+    try:
+        with _no_cycle_collection():
+            planner = Planner(cfg, load_object_set(cfg.object_set))
+            records = planner.records_for(i for start, stop in chunks for i in range(start, stop))
+            for start, stop in chunks:
+                out.put(("chunk",) + _chunk_text(records, stop - start))
+    except UserError as exc:
+        out.put(("user error", str(exc), None))
+    except BaseException:  # an internal error keeps its traceback for the parent to show
+        out.put(("crash", traceback.format_exc(), None))
+
+
+def _receive(q: mp.Queue, proc) -> tuple[bytes, Counter]:
+    while True:
+        try:
+            kind, text, retries = q.get(timeout=1.0)
+        except queue.Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"a planning worker died (exit code {proc.exitcode})") from None
+            continue
+        if kind == "user error":
+            raise UserError(text)
+        if kind == "crash":
+            raise RuntimeError(f"a planning worker failed:\n{text}")
+        return text, retries
 
 
 def make_planner(cfg: PlanConfig) -> Planner:
@@ -77,19 +104,25 @@ def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int
     with progress(cfg.n, "plan", "scenes", quiet) as bar, atomic_write(out / SCENES, "wb") as f, \
             _no_cycle_collection():
         if workers > 1 and cfg.n >= PARALLEL_FROM:
+            # Chunk k is planned by worker k % workers; each sends its chunks in order
+            # through a short queue (memory stays flat however large n is).
             ctx = mp.get_context("fork")
-            with ctx.Pool(workers, initializer=_init_worker, initargs=(cfg,)) as pool:
-                # A bounded window of chunks in flight keeps memory flat whatever n is
-                # (Pool.imap would queue every chunk's result if the writer fell behind).
-                window = 2 * workers
-                pending = [pool.apply_async(_plan_chunk, (c,)) for c in chunks[:window]]
+            queues = [ctx.Queue(maxsize=2) for _ in range(workers)]
+            procs = [ctx.Process(target=_plan_worker, args=(cfg, chunks[w::workers], queues[w]), daemon=True)
+                     for w in range(workers)]
+            for p in procs:
+                p.start()
+            try:
                 for k, (start, stop) in enumerate(chunks):
-                    text, r = pending.pop(0).get()
-                    if k + window < len(chunks):
-                        pending.append(pool.apply_async(_plan_chunk, (chunks[k + window],)))
+                    text, r = _receive(queues[k % workers], procs[k % workers])
                     f.write(text)
                     retries.update(r)
                     bar.advance(stop - start)
+            finally:
+                for p in procs:
+                    if p.is_alive():
+                        p.terminate()
+                    p.join()
         else:
             for rec in planner.records():
                 f.write((dumps(rec) + "\n").encode())

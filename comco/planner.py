@@ -3,11 +3,13 @@
 No bpy, seeded per image. A plan is a stream of scene records (see
 docs/dev/contract.md); the renderer only realises them and adds what it measured.
 
-Planning a scene has two halves. Drawing: every random number of an attempt comes
-from the image's own stream, in one go and in a fixed layout (comco/planner.py,
-here). Geometry: fitting sizes and finding positions for a whole batch of attempts
-at once with numpy (comco/placement.py). An attempt that cannot be placed is drawn
-again with the next retry's seed; its objects stay (see `choose_objects`).
+Planning has three parts. Drawing: every random number of an attempt (one image,
+one retry) comes from its own stream, in one go and in a fixed layout, and what
+they decide is worked out for a batch at once (comco/draws.py). Geometry: fitting
+sizes and finding positions for the batch with numpy (comco/placement.py). Records:
+mention orders, captions and the record itself (here). An attempt that cannot be
+placed is drawn again with the next retry's seed in the next batch; for twenty retries
+it keeps its objects.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from comco.orders import POLICIES, mention_orders
 from comco.placement import MAX_OBJECTS, PLACEMENT_TRIES, SLOTS
 
 LAYOUTS = ("one-large", "equal", "graded", "realistic")
-SCENE_RETRIES = 30
+SCENE_RETRIES = 60  # three draws of objects
 BATCH = 1024  # attempts placed together; any size gives the same records
+WINDOW = 4 * BATCH  # records held back at most while an earlier scene still retries
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,10 @@ class Planner:
         stop = self.cfg.n if stop is None else stop
         return self._plan_stream((i, 0) for i in range(start, stop))
 
+    def records_for(self, indices: Iterable[int]) -> Iterator[dict]:
+        """The records of these images, in this order (planned in batches, as `records`)."""
+        return self._plan_stream((i, 0) for i in indices)
+
     def replan(self, index: int, retry: int) -> dict:
         """Exactly attempt `retry` of image `index` (PlanFailure if that attempt does not fit).
 
@@ -176,7 +183,9 @@ class Planner:
         exhausted = False
         while retries or not exhausted:
             todo, retries = retries, []
-            while len(todo) < BATCH and not exhausted:
+            # New jobs wait while one far back still retries: records after it are held
+            # until it is done, and only a window of them may be held.
+            while len(todo) < BATCH and not exhausted and next_job < next_out + WINDOW:
                 job = next(jobs, None)
                 if job is None:
                     exhausted = True

@@ -246,7 +246,10 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
     try:
         with progress(total, "render", "images", quiet) as bar, open(out / JOURNAL, "a", encoding="utf-8") as journal:
             bar.advance(len(done))
-            queue = [_job(planner, kind, item, opts) for kind, item in jobs]
+            # Scenes are planned in batches, then handed to _job as records.
+            planned = planner.records_for(item for kind, item in jobs if kind == "scene")
+            queue = [_job(planner, kind, item, opts, next(planned) if kind == "scene" else None)
+                     for kind, item in jobs]
             queue.reverse()  # pop() from the end keeps index order
             crashed_once: set[str] = set()
             while queue or (pool and pool.busy()):
