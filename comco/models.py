@@ -5,7 +5,7 @@ A model is named as the command line names it:
 - an open_clip name (`ViT-B-32`) with `pretrained` = a tag (`openai`, `laion2b_s34b_b79k`),
   a local weights file, or `none` (random weights, seeded, so the same call gives the
   same model and the embedding cache stays valid);
-- `hf:DIR`: a local transformers CLIPModel or SiglipModel folder;
+- `hf:DIR`: a local transformers CLIPModel, SiglipModel or Siglip2Model folder;
 - `ckpt:PATH`: a file `comco train` wrote (see `save_checkpoint`).
 
 torch, open_clip and transformers are imported inside functions only: importing this
@@ -285,10 +285,49 @@ def _load_hf(path: Path, device: str) -> LoadedModel:
     def enc_image(x):
         return _features(model.get_image_features(pixel_values=x))
 
+    if model_type == "siglip2":  # NaFlex: patches of the image at its own aspect ratio
+        preprocess, enc_image = _naflex(path, model)
+    else:
+        preprocess = _hf_transform(path, model.config)
     return LoadedModel(
         name=f"hf:{path}", pretrained=None, identity=identity, family="hf", model=model,
-        preprocess=_hf_transform(path, model.config), context_length=context_length, device=device,
+        preprocess=preprocess, context_length=context_length, device=device,
         _tokenize=tokenize, _encode_image=enc_image, _encode_text=enc_text)
+
+
+def _naflex(path: Path, model) -> tuple[Callable, Callable]:
+    """SigLIP 2's processor and image encoder, with the image input packed in one tensor.
+
+    Its processor resizes an image, keeping its aspect ratio, to at most max_num_patches
+    patches, flattens them and pads to max_num_patches; the model takes the patches, a
+    mask of the real ones and the patch grid (h, w). The rest of comco stacks one tensor
+    per image, so row 0 carries (h, w) and rows 1.. the patches; the real patches come
+    first, so the mask is the first h * w rows.
+    """
+    import torch
+    import transformers
+
+    vision = model.config.vision_config
+    if (path / "preprocessor_config.json").is_file():
+        processor = transformers.Siglip2ImageProcessor.from_pretrained(str(path), local_files_only=True)
+    else:
+        processor = transformers.Siglip2ImageProcessor(patch_size=vision.patch_size, max_num_patches=vision.num_patches)
+
+    def preprocess(im):
+        out = processor(images=im.convert("RGB"), return_tensors="pt")
+        patches, shape = out["pixel_values"][0], out["spatial_shapes"][0]
+        head = torch.zeros(1, patches.shape[1], dtype=patches.dtype)
+        head[0, :2] = shape.to(patches.dtype)
+        return torch.cat([head, patches])
+
+    def enc_image(x):
+        shapes = x[:, 0, :2].round().long()
+        patches = x[:, 1:]
+        mask = torch.arange(patches.shape[1], device=x.device)[None, :] < (shapes[:, 0] * shapes[:, 1])[:, None]
+        return _features(model.get_image_features(pixel_values=patches, pixel_attention_mask=mask.long(),
+                                                  spatial_shapes=shapes))
+
+    return preprocess, enc_image
 
 
 def _features(out):
