@@ -11,7 +11,7 @@ import bpy
 from comco.manifest import ObjectSet, ObjectSpec
 from comco.scenes.materials import is_primary, linear_to_srgb, recolored
 from comco.scenes.parts import Ctx
-from comco.scenes.registry import BUILDERS, load_all
+from comco.scenes.registry import load_all
 
 
 class ObjectBuildError(Exception):

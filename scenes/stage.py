@@ -7,7 +7,6 @@ the planner's expectations match what Blender renders.
 
 from __future__ import annotations
 
-import math
 import os
 
 import bpy

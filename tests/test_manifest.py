@@ -1,6 +1,5 @@
 """Manifests: the two built-in sets load and hash; bad manifests fail with one line."""
 
-import shutil
 
 import pytest
 

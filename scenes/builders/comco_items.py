@@ -516,12 +516,16 @@ def mirror(ctx):
 # -- mouse ------------------------------------------------------------------------------
 @builder("comco.mouse")
 def mouse(ctx):
-    shell = ctx.material("shell", (0.75, 0.75, 0.77), look="plastic")
-    buttons = ctx.material("buttons", (0.36, 0.36, 0.39), look="plastic")
-    dark = ctx.material("groove", (0.05, 0.05, 0.06))
-    cable = ctx.material("cable", (0.1, 0.1, 0.11))
+    # Two-tone (dark body, light buttons) and its cable: what makes a mouse read as a
+    # computer mouse from the side. Built nose towards -y; the manifest lays it along x,
+    # so the camera sees it in profile with the cable running off along the floor.
+    shell = ctx.material("shell", (0.07, 0.07, 0.08), look="plastic")
+    buttons = ctx.material("buttons", (0.72, 0.73, 0.76), look="plastic")
+    dark = ctx.material("groove", (0.03, 0.03, 0.035))
+    wheel = ctx.material("wheel", (0.35, 0.36, 0.4), look="plastic")
+    cable = ctx.material("cable", (0.12, 0.12, 0.13))
     L, W, H = 0.095, 0.058, 0.038
-    y0 = 0.008  # body centre (the cable takes the front of the footprint)
+    y0 = 0.013  # body centre (the cable takes the front of the footprint)
 
     def width(t):  # t = 0 front .. 1 back
         return W * max(0.02, math.sin(PI * (0.04 + 0.92 * t))) ** 0.45 * (0.9 + 0.1 * t)
@@ -535,9 +539,12 @@ def mouse(ctx):
     for t in stations:
         y = y0 - L / 2 + L * t
         rings.append(_arch_ring(width(t), height(t), y, 14, n=2.3))
-    split = stations.index(0.38)
-    ctx.skin(rings[:split + 1], buttons, cap_end=False, smooth=True)  # the two buttons: front part of the shell
+    split = stations.index(0.5)
+    ctx.skin(rings[:split + 1], buttons, cap_end=False, smooth=True)  # the two buttons: front half of the top
     ctx.skin(rings[split:], shell, cap_start=False, smooth=True)
+    # a dark band round the foot, so the light buttons sit on a dark body from the side
+    band = [_arch_ring(width(t) * 1.015, height(t) * 0.32, y0 - L / 2 + L * t, 14, n=2.3) for t in stations[1:-1]]
+    ctx.skin(band, shell, smooth=True)
 
     def top(x, t):
         w, h = width(t), height(t)
@@ -546,22 +553,18 @@ def mouse(ctx):
 
     # button split (front centre line) and back edge of the buttons
     path = []
-    for t in [0.02 + 0.36 * i / 8 for i in range(9)]:
+    for t in [0.02 + 0.48 * i / 10 for i in range(11)]:
         path.append((0, y0 - L / 2 + L * t, top(0, t) + 0.0004))
-    _tube(ctx, path, 0.0009, dark, segments=5)
-    tb = 0.38
-    path = [(x, y0 - L / 2 + L * tb, top(x, tb) + 0.0004) for x in [-0.024 + 0.048 * i / 10 for i in range(11)]]
-    _tube(ctx, path, 0.0008, dark, segments=5)
-    # scroll wheel
-    tw = 0.17
-    ctx.cylinder(0.0065, 0.006, (0, y0 - L / 2 + L * tw, top(0, tw) - 0.001), dark, rotation=(0, PI / 2, 0),
-                 segments=14)
-    # cable out of the front, down to the floor and curling away
+    _tube(ctx, path, 0.0011, dark, segments=5)
+    # scroll wheel, standing proud of the split
+    tw = 0.22
+    ctx.cylinder(0.0055, 0.0045, (0, y0 - L / 2 + L * tw, top(0, tw) - 0.0012), wheel, rotation=(0, PI / 2, 0),
+                 segments=16)
+    # cable out of the nose, down to the floor and off in a loose S
     yf = y0 - L / 2
-    path = [(0, yf + 0.004, 0.012), (0, yf - 0.002, 0.011), (0, yf - 0.006, 0.007), (0.0, yf - 0.009, 0.003),
-            (0.004, yf - 0.011, 0.0022), (0.012, yf - 0.012, 0.0022), (0.02, yf - 0.01, 0.0022),
-            (0.026, yf - 0.006, 0.0022)]
-    _tube(ctx, path, 0.0022, cable, segments=6)
+    path = [(0, yf + 0.004, 0.012), (0, yf - 0.003, 0.0105), (0, yf - 0.008, 0.006), (0.0, yf - 0.011, 0.0026)]
+    path += [(0.006 * math.sin(PI * k / 4), yf - 0.011 - 0.0045 * k, 0.0026) for k in range(1, 5)]
+    _tube(ctx, path, 0.0026, cable, segments=8)
     return ctx.finish()
 
 

@@ -286,7 +286,7 @@ def airplane(ctx):
     grey = ctx.material("engine", (0.7, 0.72, 0.75), look="metal")
     dark = ctx.material("intake", (0.08, 0.08, 0.09))
     tyre = ctx.material("tyre", TYRE)
-    zc, R = 4.0, 2.0
+    zc = 4.0
     rings = []
     n = 16
     prof = [(-19.0, 0.05, -0.6), (-18.6, 0.7, -0.45), (-17.8, 1.3, -0.25), (-16.5, 1.8, -0.08), (-15.0, 2.0, 0.0),
@@ -342,7 +342,6 @@ def bicycle(ctx):
     seat_top = (0, 0.2, 0.83)
     head_top = (0, -0.37, 0.84)
     head_bot = (0, -0.41, 0.7)
-    rear = (0, yb, zc)
     r = 0.018
     rod(ctx, bb, seat_top, r, frame)          # seat tube
     rod(ctx, bb, head_bot, r * 1.1, frame)    # down tube
