@@ -121,13 +121,12 @@ class Placer:
         u, v = self.slot_px[slot, 0], self.slot_px[slot, 1]
         foot_u, foot_v = u, np.minimum(2 * v - (box[..., 1] + box[..., 3]) / 2, h * 0.999)
         edge = 2.5 * self.margin
-        for last in (False, False, True):
+        for _ in range(2):  # move a box that crosses the frame's edge inwards (twice: perspective)
             box = cam.box_bounds(*cam.ground_points(foot_u, foot_v), dims, cos, sin)
-            if last:
-                break  # the foot stays the one the box was projected from
             du = np.maximum(0.0, edge - box[..., 0]) - np.maximum(0.0, box[..., 2] - (w - edge))
             dv = np.maximum(0.0, edge - box[..., 1]) - np.maximum(0.0, box[..., 3] - (h - edge))
             foot_u, foot_v = foot_u + du, np.minimum(foot_v + dv, h * 0.999)
+        box = cam.box_bounds(*cam.ground_points(foot_u, foot_v), dims, cos, sin)
         return scale, box, foot_u, foot_v, fraction * shrink * shrink, too_tall
 
     # -- whole scenes ---------------------------------------------------------------
