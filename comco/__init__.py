@@ -6,6 +6,7 @@ Importing comco is cheap: it never imports bpy or torch at import time.
 __version__ = "0.2.0"
 GENERATOR = f"comco {__version__}"
 # What the planner makes of a configuration and seed. Bumped whenever the same ones
-# plan other scenes (2: batched planner, one stream per attempt), so that a dataset
+# plan other scenes (2: batched planner, one stream per attempt, fills, the large object
+# drawn among those that can be large), so that a dataset
 # is never resumed or merged with plans of another version: it is in the config hash.
 PLAN_VERSION = 2

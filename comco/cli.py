@@ -246,6 +246,32 @@ def objects_validate(object_set: Annotated[str, typer.Argument(help="Set name or
     typer.echo(f"{oset.name}: {len(rows)} objects valid")
 
 
+@objects_app.command("calibrate")
+def objects_calibrate(
+    object_set: Annotated[str, typer.Argument(help="Set name or folder.")],
+    write: Annotated[bool, typer.Option("--write", help="Write each fill into the set's objects.toml.")] = False,
+    resolution: Annotated[int, typer.Option(help="ID-render size in pixels.")] = 160,
+    turns: Annotated[int, typer.Option(help="Turns measured across each object's yaw range.")] = 5,
+):
+    """Measure how much of its box's outline each object covers (the planner's `fill`)."""
+    import json
+
+    from comco.manifest import MANIFEST_NAME, load_object_set, write_fills
+
+    oset = load_object_set(object_set)
+    if not 32 <= resolution <= 1024 or turns < 1:
+        raise UserError("--resolution takes 32..1024 pixels and --turns at least 1")
+    rows = json.loads(_bpy_module("comco.scenes.calibrate", str(oset.root), str(resolution), str(turns))
+                      .strip().splitlines()[-1])
+    for r in rows:
+        old = oset.get(r["name"]).fill
+        typer.echo(f"{r['name']:<14} fill {r['fill']:.3f}  (turns {r['lowest']:.3f}..{r['highest']:.3f})"
+                   f"{'' if old is None else f'  manifest {old:.3f}'}")
+    if write:
+        write_fills(oset.root / MANIFEST_NAME, {r["name"]: r["fill"] for r in rows})
+        typer.echo(f"fills written to {oset.root / MANIFEST_NAME}")
+
+
 @dataset_app.command("merge")
 def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folders rendered with --shard i/N.")],
                   out: Out, quiet: Quiet = False):

@@ -17,7 +17,8 @@ import numpy as np
 
 from comco.manifest import ObjectSet
 from comco.orders import draws_needed
-from comco.placement import MAX_OBJECTS, PLACEMENT_TRIES, REF_FRACTION, SLOT_JITTER, SLOTS, size_ranks
+from comco.placement import (LARGE_OVER_SMALL, MAX_OBJECTS, PLACEMENT_TRIES, REF_FRACTION, SLOT_JITTER, SLOTS,
+                             size_ranks)
 from comco.rng import Reseedable, image_seed
 
 K = MAX_OBJECTS
@@ -66,7 +67,7 @@ class Drawn:
 
 
 class Drawer:
-    def __init__(self, cfg, object_set: ObjectSet):
+    def __init__(self, cfg, object_set: ObjectSet, placer=None):
         self.cfg = cfg
         self.set = object_set
         objs = object_set.objects
@@ -82,6 +83,7 @@ class Drawer:
         # For each large slot, the other slots in order.
         self._others = np.array([[s for s in range(K) if s != large] for large in range(K)])
         self._draws = ORDERS + max(draws_needed(n, cfg.orders) for n in range(1, K + 1))
+        self._placer = placer  # for the one-large layout: which objects can be the large one
         self._rng = Reseedable()
 
     def count_for(self, index: int) -> int:
@@ -136,31 +138,44 @@ class Drawer:
         count = np.array([self.count_for(index) for index, _ in jobs])
         valid = np.arange(K)[None, :] < count[:, None]
         ids = self._choose(kept[:, OBJECTS:OBJECTS + K], count)
-        fraction = np.where(valid, self._fractions(uniform, count, valid, ids), REF_FRACTION)
+        reach = self._yaw_range[ids]
+        yaw = np.where(valid, _pick(uniform[:, YAW:YAW + K], 2 * reach + 1) - reach, 0)
+        large_slot = self._large_options[_pick(kept[:, LARGE_SLOT], len(self._large_options))]
+        fraction = np.where(valid, self._fractions(uniform, count, valid, ids, yaw, large_slot), REF_FRACTION)
         ranks = size_ranks(fraction, valid)
-        slot = self._slots(uniform, kept[:, LARGE_SLOT], ranks, valid)
+        slot = self._slots(uniform, large_slot, ranks, valid)
         fixed = self._fixed_material[ids]
         material = np.where(fixed >= 0, fixed, _pick(uniform[:, MATERIAL:MATERIAL + K], len(self.set.materials)))
-        reach = self._yaw_range[ids]
-        yaw = _pick(uniform[:, YAW:YAW + K], 2 * reach + 1) - reach
         w, h = cfg.resolution
         jitter = (2 * uniform[:, JITTER:PLACE_DRAWS] - 1).reshape(size, PLACEMENT_TRIES, K, 2) * (
             SLOT_JITTER * np.array([w, h], dtype=float))
         colors = self._colors(uniform[:, COLOR:COLOR + K].tolist(), ids.tolist(), count.tolist())
         return Drawn(index=[i for i, _ in jobs], retry=[r for _, r in jobs], seed=seeds, ids=ids, valid=valid,
-                     fraction=fraction, ranks=ranks, slot=slot, yaw=np.where(valid, yaw, 0), material=material,
+                     fraction=fraction, ranks=ranks, slot=slot, yaw=yaw, material=material,
                      colors=colors, variant=_pick(uniform[:, VARIANT:VARIANT + K], 1 << 16), jitter=jitter,
                      normals=normals, order_numbers=uniform[:, ORDERS:])
 
-    def _fractions(self, u: np.ndarray, count: np.ndarray, valid: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    def _fractions(self, u: np.ndarray, count: np.ndarray, valid: np.ndarray, ids: np.ndarray, yaw: np.ndarray,
+                   large_slot: np.ndarray) -> np.ndarray:
         cfg, size = self.cfg, len(u)
         col = np.arange(K)[None, :]
         if cfg.layout == "one-large":
             lo, hi = cfg.small_fraction
             small = lo + (hi - lo) * u[:, SMALLS:SMALLS + K - 1]
-            which = _pick(u[:, WHICH], count)[:, None]  # which object is the large one
+            large = cfg.large_fraction * (0.9 + 0.2 * u[:, LARGE])
+            # Which object is the large one: uniform among those that can cover the large
+            # share at the large slot with their turn (all, if none can: the retry redraws).
+            able = valid
+            if self._placer is not None:
+                floor = LARGE_OVER_SMALL * np.where(col[:, :K - 1] < (count - 1)[:, None], small, 0.0).max(axis=1)
+                able = valid & self._placer.can_be_large(ids, np.broadcast_to(large_slot[:, None], ids.shape),
+                                                         yaw + 180, np.broadcast_to(large[:, None], ids.shape),
+                                                         floor[:, None])
+                able = np.where(able.any(axis=1, keepdims=True), able, valid)
+            nth = _pick(u[:, WHICH], able.sum(axis=1))[:, None]
+            which = np.argmax(np.cumsum(able, axis=1) > nth, axis=1)[:, None]
             fr = np.take_along_axis(small, np.clip(col - (col > which), 0, K - 2), axis=1)
-            return np.where(col == which, (cfg.large_fraction * (0.9 + 0.2 * u[:, LARGE]))[:, None], fr)
+            return np.where(col == which, large[:, None], fr)
         if cfg.layout == "equal":
             return np.full((size, K), cfg.equal_fraction)
         if cfg.layout == "graded":
@@ -176,10 +191,8 @@ class Drawer:
         total = cfg.large_fraction + (count - 1) * cfg.small_fraction[1]
         return fr * np.minimum(1.0, total / fr.sum(axis=1))[:, None]
 
-    def _slots(self, u: np.ndarray, u_large: np.ndarray, ranks: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    def _slots(self, u: np.ndarray, large_slot: np.ndarray, ranks: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """The large object takes the drawn large slot; the others the rest, shuffled."""
-        options = self._large_options
-        large_slot = options[_pick(u_large, len(options))]
         order = np.argsort(u[:, SHUFFLE:SHUFFLE + K - 1], axis=1, kind="stable")
         rest = np.take_along_axis(self._others[large_slot], order, axis=1)
         col = np.arange(K)[None, :]

@@ -35,7 +35,7 @@ SIZE_CLASSES = ("small", "medium", "large")
 SET_KEYS = {"name", "description", "default_color", "materials", "palette", "color_articles"}
 OBJECT_KEYS = {
     "name", "plural", "article", "synonyms", "dimensions_m", "size_class",
-    "colorable", "colors", "source", "yaw_range", "rotation_fix", "material",
+    "colorable", "colors", "source", "yaw_range", "rotation_fix", "material", "fill",
 }
 OBJECT_REQUIRED = {"name", "plural", "article", "dimensions_m", "size_class", "colorable", "source"}
 
@@ -64,6 +64,9 @@ class ObjectSpec:
     yaw_range: float = 30.0  # degrees either side of the canonical front
     rotation_fix: tuple[float, float, float] = (0.0, 0.0, 0.0)  # degrees, for meshes
     material: str | None = None
+    # Share of its bounding box's outline the object covers on screen (measured by
+    # `comco objects calibrate`); None: the planner's typical value.
+    fill: float | None = None
 
     @property
     def longest_m(self) -> float:
@@ -217,13 +220,17 @@ def _parse_object(where: str, raw: dict, palette: dict, root: Path) -> ObjectSpe
     rotation_fix = raw.get("rotation_fix", [0.0, 0.0, 0.0])
     if not isinstance(rotation_fix, list) or len(rotation_fix) != 3:
         raise UserError(f"{where} ({name}): rotation_fix must be three angles in degrees")
+    fill = raw.get("fill")
+    if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float)) or not 0.05 <= fill <= 1):
+        raise UserError(f"{where} ({name}): fill must be a share between 0.05 and 1 "
+                        f"(`comco objects calibrate` measures it), got {fill!r}")
     return ObjectSpec(
         name=name, plural=raw["plural"], article=raw["article"], dimensions_m=dims,
         size_class=size_class, colorable=bool(raw["colorable"]), source=str(source),
         synonyms=tuple(raw.get("synonyms", ())), colors=colors,
         yaw_range=float(raw.get("yaw_range", 30.0)),
         rotation_fix=tuple(float(a) for a in rotation_fix),  # type: ignore[arg-type]
-        material=raw.get("material"),
+        material=raw.get("material"), fill=None if fill is None else float(fill),
     )
 
 
@@ -262,3 +269,36 @@ def hash_manifest(data: dict, root: Path, objects: list[ObjectSpec]) -> str:
             h.update(obj.name.encode())
             h.update((root / obj.source_ref).read_bytes())
     return h.hexdigest()[:16]
+
+
+
+def write_fills(manifest: Path, fills: dict[str, float]) -> None:
+    """Set `fill = X` in each named object's table of a manifest, keeping the rest of the
+    text as it is (comments, order). The new text must load before it replaces the file."""
+    import os
+    import re
+    import tempfile
+
+    manifest = Path(manifest)
+    tables: list[list[str]] = [[]]  # the text before the first table, then one list per table
+    for line in manifest.read_text(encoding="utf-8").splitlines(keepends=True):
+        if line.lstrip().startswith("["):
+            tables.append([])
+        tables[-1].append(line)
+    for table in tables[1:]:
+        name = next((m.group(1) for line in table if (m := re.match(r'\s*name\s*=\s*"([^"]+)"', line))), None)
+        if name not in fills:
+            continue
+        table[:] = [line for line in table if not re.match(r"\s*fill\s*=", line)]
+        at = len(table)
+        while at > 1 and (not table[at - 1].strip() or table[at - 1].lstrip().startswith("#")):
+            at -= 1  # after the table's last key, before its blank lines and trailing comments
+        if not table[at - 1].endswith("\n"):
+            table[at - 1] += "\n"
+        table.insert(at, f"fill = {fills[name]:.3f}\n")
+    text = "".join("".join(t) for t in tables)
+    parse_manifest(tomllib.loads(text), manifest.parent, manifest)
+    fd, tmp = tempfile.mkstemp(dir=manifest.parent, prefix=".objects.", suffix=".toml")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, manifest)

@@ -80,6 +80,7 @@ def _receive(q: mp.Queue, proc) -> tuple[bytes, Counter]:
 
 def make_planner(cfg: PlanConfig) -> Planner:
     planner = Planner(cfg, load_object_set(cfg.object_set))
+    planner.check_large_fraction()
     # Try one scene of every count first: an impossible request fails before anything is written.
     for i in range(min(cfg.n, len(cfg.objects))):
         planner.plan(i)

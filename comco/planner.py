@@ -30,7 +30,7 @@ from comco.orders import POLICIES, mention_orders
 from comco.placement import MAX_OBJECTS, PLACEMENT_TRIES, SLOTS
 
 LAYOUTS = ("one-large", "equal", "graded", "realistic")
-SCENE_RETRIES = 60  # three draws of objects
+SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an axe) may have none that can be large
 BATCH = 1024  # attempts placed together; any size gives the same records
 WINDOW = 4 * BATCH  # records held back at most while an earlier scene still retries
 
@@ -128,8 +128,8 @@ class Planner:
         self.book = cap.load_templates(cfg.templates)
         self.templates = self.book.select(list(cfg.captions), cfg.colors)
         self.captioner = cap.Captioner(self.templates, self.book, object_set)
-        self.drawer = Drawer(cfg, object_set)
         self.placer = pl.Placer(self.camera, object_set.objects)
+        self.drawer = Drawer(cfg, object_set, self.placer)
         # Rounded once: the record's turn for each whole degree.
         self._rotation = {d: round(math.radians(d), 5) for d in range(-180, 181)}
 
@@ -164,6 +164,19 @@ class Planner:
         if placed.status[0] != pl.OK:
             raise PlanFailure(self._reason(drawn, placed, 0))
         return self._records(drawn, placed, [0])[0]
+
+    def check_large_fraction(self) -> None:
+        """One-large: some object must be able to cover --large-fraction (at the centre,
+        unturned); the others are made smaller where they must, but not all of them."""
+        if self.cfg.layout != "one-large":
+            return
+        count = len(self.set.objects)
+        *_, reached, _ = self.placer.fit(np.arange(count), np.zeros(count, dtype=np.intp), np.full(count, 180),
+                                         np.full(count, self.cfg.large_fraction), clamp_tall=True)
+        if reached.max() < 0.95 * self.cfg.large_fraction:
+            raise UserError(f"cannot place a large object covering --large-fraction {self.cfg.large_fraction} of the "
+                            f"image: no object of '{self.set.name}' covers more than {reached.max():.3f} within the "
+                            f"frame; lower --large-fraction")
 
     def choose_objects(self, index: int, draw: int = 0) -> list[ObjectSpec]:
         return [self.set.objects[i] for i in self.drawer.choose_ids(index, draw)]
@@ -228,7 +241,8 @@ class Planner:
         if code == pl.LOST_RANK:
             return f"{name} shrunk to fit the frame and lost its size rank"
         if code == pl.LARGE_TOO_SMALL:
-            return f"{name} cannot cover {share:.3f} within the frame"
+            return (f"{name} cannot be the large object: it would not cover {pl.LARGE_OVER_SMALL:g} times "
+                    f"the largest small object's share within the frame")
         return f"{int(drawn.valid[a].sum())} objects did not fit after {PLACEMENT_TRIES} placements"
 
     # -- records --------------------------------------------------------------------

@@ -54,6 +54,10 @@ def test_hash_covers_mesh_bytes(tmp_path):
     (lambda t: t.replace('size_class = "small"', 'size_class = "large"'), "disagrees"),
     (lambda t: t.replace('article = "a"', 'article = "the"'), "article"),
     (lambda t: t.replace("[0.2, 0.1, 0.06]", "[0.2, 0, 0.06]"), "positive"),
+    (lambda t: t + "fill = 0\n", "fill must be a share"),
+    (lambda t: t + "fill = 1.5\n", "fill must be a share"),
+    (lambda t: t + 'fill = "dense"\n', "fill must be a share"),
+    (lambda t: t + "fill = true\n", "fill must be a share"),
 ])
 def test_bad_manifests(tmp_path, change, message):
     write(tmp_path, change(GOOD))
@@ -69,3 +73,21 @@ def test_unknown_set_names_the_builtins():
 def test_unknown_object_suggests(tmp_path):
     with pytest.raises(UserError, match="did you mean"):
         load_object_set("comco").get("carot")
+
+
+def test_fills_are_written_into_the_manifest_text_as_it_is(tmp_path):
+    from comco.manifest import write_fills
+
+    text = GOOD.replace('name = "mine"\n', '# my bricks\nname = "mine"\n') + (
+        '\n[[objects]]\nname = "slab"  # flat\nplural = "slabs"\narticle = "a"\ndimensions_m = [0.4, 0.3, 0.02]\n'
+        'size_class = "small"\ncolorable = true\nsource = "mesh:brick.obj"\nfill = 0.5\n\n# the end\n')
+    write(tmp_path, text)
+    write_fills(tmp_path / "objects.toml", {"brick": 0.8123, "slab": 0.95})
+    s = load_object_set(tmp_path)
+    assert s.get("brick").fill == 0.812 and s.get("slab").fill == 0.95
+    new = (tmp_path / "objects.toml").read_text()
+    assert "# my bricks" in new and "# flat" in new and new.rstrip().endswith("# the end")
+    assert new.count("fill =") == 2
+    with pytest.raises(UserError, match="fill must be a share"):
+        write_fills(tmp_path / "objects.toml", {"brick": 2.0})
+    assert load_object_set(tmp_path).get("brick").fill == 0.812  # a bad value never reaches the file

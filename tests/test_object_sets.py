@@ -75,3 +75,28 @@ def test_colours_repaint_only_colourable_objects(tmp_path):
     """))
     assert result["car"] > 1.0
     assert result["banana"] == 0.0
+
+
+def test_calibrate_measures_fills_and_writes_them(tmp_path):
+    """A cube covers all of its box's outline, a star a third of it; --write puts the
+    fills in the manifest, and the planner then sizes the star up to match."""
+    import re
+    import shutil
+
+    from comco.manifest import load_object_set
+    from comco.planner import PlanConfig, Planner
+
+    shutil.copytree(load_object_set("simco").root, tmp_path / "set")
+    manifest = tmp_path / "set" / "objects.toml"
+    manifest.write_text(re.sub(r"(?m)^fill\s*=.*\n", "", manifest.read_text()))
+    before = Planner(PlanConfig(object_set=str(tmp_path / "set"), n=1), load_object_set(tmp_path / "set")).singles()
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "objects", "calibrate", str(tmp_path / "set"), "--write",
+                        "--resolution", "96", "--turns", "2"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    oset = load_object_set(tmp_path / "set")
+    assert oset.get("cube").fill > 0.9 and oset.get("star").fill < 0.45
+    assert all(o.fill is not None for o in oset.objects)
+    after = Planner(PlanConfig(object_set=str(tmp_path / "set"), n=1), oset).singles()
+    scale = {s["name"]: (b["objects"][0]["scale"], s["objects"][0]["scale"]) for b, s in zip(before, after)}
+    # area ~ scale^2: a star with a fill of ~0.33 instead of 0.7 is ~1.4x larger
+    assert scale["star"][1] / scale["star"][0] > 1.3 and 0.75 < scale["cube"][1] / scale["cube"][0] < 0.9

@@ -11,7 +11,7 @@ from comco.camera import Camera
 from comco.manifest import load_object_set
 from comco.plan_run import run_plan
 from comco.draws import OBJECT_RETRIES
-from comco.placement import boxes_fit
+from comco.placement import FILL, boxes_fit
 from comco.planner import SLOTS, PlanConfig, Planner
 
 
@@ -89,7 +89,9 @@ def test_every_layout_fits_the_view_without_overlap(set_name, layout):
     for rec in planner.records():
         boxes = [cam.box_bounds_one(tuple(o["location"]), oset.get(o["name"]).normalized_dimensions(o["scale"]),
                                     o["rotation_z"]) for o in rec["objects"]]
-        assert boxes_fit(np.array([boxes]), np.ones((1, len(boxes)), dtype=bool), 320, 240, 0.0)[0]
+        # sparse objects (an airplane) lend the empty part of their box to neighbours
+        core = [min(1.0, ((oset.get(o["name"]).fill or FILL) / FILL) ** 0.5) for o in rec["objects"]]
+        assert boxes_fit(np.array([boxes]), np.ones((1, len(boxes)), dtype=bool), 320, 240, 0.0, np.array([core]))[0]
         assert len({o["slot"] for o in rec["objects"]}) == len(rec["objects"])
         assert all(o["slot"] in SLOTS for o in rec["objects"])
 
@@ -105,11 +107,15 @@ def test_size_ranks_agree_with_planned_sizes(comco_set):
 
 
 def test_one_large_sizes_match_comco(comco_set):
-    planner = Planner(PlanConfig(n=200), comco_set)
+    planner = Planner(PlanConfig(n=400), comco_set)
+    at_full_size = 0
     for rec in planner.records():
         fr = sorted((o["planned_fraction"] for o in rec["objects"]), reverse=True)
-        assert 0.06 <= fr[0] <= 0.08
+        # held at the height cap or shrunk to the span limit, it still covers 3x any small one
+        assert fr[0] <= 0.08 and fr[0] >= 3 * fr[1]
+        at_full_size += fr[0] >= 0.06
         assert all(0.005 <= f <= 0.01 for f in fr[1:])
+    assert at_full_size >= 0.7 * 400
 
 
 def test_large_slot_option_is_respected(comco_set):
