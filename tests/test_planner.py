@@ -204,3 +204,23 @@ def test_the_large_object_is_equally_often_in_every_slot(comco_set):
     planner = Planner(PlanConfig(n=2500, objects=(3, 5), seed=4), comco_set)
     slots = Counter(rec["large_slot"] for rec in planner.records())
     assert all(abs(slots[s] / 2500 - 0.2) < 0.03 for s in SLOTS), slots
+
+
+def test_the_draw_layout_gives_every_decision_its_own_numbers():
+    from comco import draws as d
+
+    k = d.K
+    parts = [(d.OBJECTS, k), (d.LARGE_SLOT, 1), (d.LARGE, 1), (d.SMALLS, k - 1), (d.WHICH, 1), (d.GRADED, k),
+             (d.SHUFFLE, k - 1), (d.MATERIAL, k), (d.COLOR, k), (d.YAW, k), (d.VARIANT, k),
+             (d.JITTER, d.PLACEMENT_TRIES * k * 2)]
+    used = [i for start, length in parts for i in range(start, start + length)]
+    assert sorted(used) == list(range(d.PLACE_DRAWS)) and d.ORDERS == d.PLACE_DRAWS
+
+
+def test_which_object_and_how_large_are_independent(comco_set):
+    # An object's identity must not predict its size (a shared random number would).
+    planner = Planner(PlanConfig(n=3000, objects=(3, 5), seed=9), comco_set)
+    index = {n: i for i, n in enumerate(comco_set.names)}
+    pairs = [(index[o["name"]], o["planned_fraction"]) for rec in planner.records() for o in rec["objects"]
+             if o["size_rank"] > 0]
+    assert abs(np.corrcoef(np.array(pairs).T)[0, 1]) < 0.05
