@@ -91,7 +91,7 @@ class Drawer:
         return self.cfg.objects[index % len(self.cfg.objects)]
 
     def choose_ids(self, index: int, draw: int) -> list[int]:
-        """The objects of image `index` in its draw `draw` (retries draw*10 .. draw*10+9)."""
+        """The objects of image `index` in its draw `draw` (its retries draw * OBJECT_RETRIES onwards)."""
         u = self._rng.seed(image_seed(self.cfg.seed, index, draw * OBJECT_RETRIES)).random(K)
         n = self.count_for(index)
         return self._choose(u[None, :], np.array([n]))[0, :n].tolist()
