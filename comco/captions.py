@@ -244,12 +244,6 @@ def _tidy(text: str) -> bool:
     return " ".join(text.split()) == text
 
 
-def captions_for_record(record: dict, templates: list[Template], book: TemplateBook,
-                        object_set: ObjectSet, sentence_variants: list[int]) -> dict[str, list[str]]:
-    """Every template's caption for every mention order of one planned record."""
-    return Captioner(templates, book, object_set).for_record(record, sentence_variants)
-
-
 def _swap_first_two_colors(ordered: list[dict]) -> list[dict]:
     swapped = [dict(f) for f in ordered]
     swapped[0]["color"], swapped[1]["color"] = ordered[1]["color"], ordered[0]["color"]

@@ -9,7 +9,7 @@ arithmetic, min, max, table look-ups), so a scene's numbers never depend on the
 batch it was planned in.
 
 Sizes are image fractions, not world sizes: an object's scale is solved so that
-its projected box, times a typical fill, covers the planned share of the image at
+its projected box, times the object's fill, covers the planned share of the image at
 its slot. A far slot therefore gets a larger world scale, and the one-large layout
 looks the same in every slot.
 """
@@ -61,7 +61,7 @@ class Placed:
     x: np.ndarray  # ground position
     y: np.ndarray
     u: np.ndarray  # pixel of the ground position (left-to-right orders)
-    fraction: np.ndarray  # planned fraction after shrinking too-wide objects
+    fraction: np.ndarray  # planned fraction after holding too-tall and shrinking too-wide objects
 
 
 class Placer:

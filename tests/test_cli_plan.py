@@ -102,3 +102,12 @@ def test_manifest_errors_are_one_line(tmp_path):
     (s / "objects.toml").write_text('name = "x"\nbogus = 1\n[[objects]]\nname = "a"\n')
     r = run("plan", "--n", "2", "--object-set", s, "--out", tmp_path / "d")
     assert r.returncode == 2 and "unknown key 'bogus'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--resolution", "8"], "--resolution takes 32..1024"),
+    (["--turns", "0"], "--turns at least 1"),
+])
+def test_calibrate_bad_input_is_one_line(tmp_path, args, message):
+    r = run("objects", "calibrate", "simco", *args)
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
