@@ -52,7 +52,7 @@ def bare_encode(model: str, pretrained: str, device: str, root: Path, batch_size
     import torch
     from PIL import Image
 
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     start = time.perf_counter()
     loaded = load_model(model, pretrained, device)
@@ -73,7 +73,7 @@ def bare_encode(model: str, pretrained: str, device: str, root: Path, batch_size
 
 def full_eval(model: str, pretrained: str, device: str, root: Path, batch_size: int, cache: Path,
               out: Path) -> float:
-    from comco.probes.natural_run import ModelSpec, run_natural_eval
+    from comco.probes.natural.run import ModelSpec, run_natural_eval
 
     start = time.perf_counter()
     run_natural_eval("retrieval", "flickr30k", root, [ModelSpec(model, pretrained)], "all", out,

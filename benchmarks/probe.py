@@ -54,7 +54,7 @@ def main() -> None:
 
     import torch
 
-    from comco.models import load_model
+    from comco.models.factory import load_model
     from comco.probes import texts
     from comco.probes.embed import Embedder
     from comco.probes.ior import i2tor, ior

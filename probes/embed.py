@@ -122,7 +122,7 @@ class Embedder:
     def _encode_texts(self, texts: list[str], advance) -> np.ndarray:
         import torch
 
-        # Similar lengths share a batch, so models that cut padding (comco.models) cut more.
+        # Similar lengths share a batch, so models that cut padding (comco.models.factory) cut more.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), 0), np.float32)
         with torch.inference_mode(), self._context():

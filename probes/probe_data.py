@@ -1,6 +1,6 @@
 """What the probes read from a dataset: records, singles, the gallery of names.
 
-comco.dataset is the one reader of scenes.jsonl; this module only adds the probes'
+comco.data.folder is the one reader of scenes.jsonl; this module only adds the probes'
 views on it (measured size ranks, which inputs exist) and the bad-input checks.
 """
 
@@ -56,7 +56,7 @@ class ProbeData:
 
 
 def open_dataset(root: str | Path) -> ProbeData:
-    from comco.dataset import Dataset
+    from comco.data.folder import Dataset
 
     root = Path(root)
     ds = Dataset(root)  # raises the one-line error for a folder that is not a dataset

@@ -14,8 +14,8 @@ import math
 import re
 from pathlib import Path
 
-from comco.dataset import atomic_write
-from comco.probes.published import published_rows
+from comco.data.folder import atomic_write
+from comco.report.published import published_rows
 
 TITLES = {
     "tor": "TOR: text-based object retrieval, by mention position",

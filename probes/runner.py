@@ -100,7 +100,7 @@ def default_templates(data) -> list[str]:
 def run(dataset: Path | None, models: list[tuple[str, str | None]], opts: ProbeOptions, *,
         object_set: str | None = None, quiet: bool = True) -> dict:
     from comco import GENERATOR
-    from comco.models import load_model
+    from comco.models.factory import load_model
     from comco.probes.embed import Embedder
     from comco.probes.probe_data import gallery_names, open_dataset
 

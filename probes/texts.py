@@ -1,5 +1,5 @@
 """Captions the probes write themselves: single-object gallery texts, text-only tuples,
-matching captions. They use the dataset's caption templates (comco.captions), so a
+matching captions. They use the dataset's caption templates (comco.plan.captions), so a
 probe caption reads exactly like a dataset caption of the same template.
 """
 
@@ -11,7 +11,7 @@ from comco.errors import UserError
 
 
 def template_book(info: dict | None = None):
-    from comco import captions
+    from comco.plan import captions
 
     extra = ((info or {}).get("config") or {}).get("templates")
     try:
@@ -28,7 +28,7 @@ def get_template(book, name: str):
 
 def write(template, names: list[str], object_set, colors: list[str | None] | None = None) -> str:
     """The template's caption naming `names` in this order (list form; a long template's summary)."""
-    from comco import captions
+    from comco.plan import captions
 
     objs = [{"name": n, "color": c} for n, c in zip(names, colors or [None] * len(names))]
     if object_set is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from comco.captions import split_sentences
+from comco.plan.captions import split_sentences
 
 
 @lru_cache(maxsize=4096)

@@ -8,7 +8,7 @@ a one-large scene covered anything from 3 % to 12 % of the image instead of 7 %.
 `comco objects calibrate SET` calls `measure_fills` in its own bpy process: every
 object alone at the centre, at the large object's size and at evenly spaced turns
 across its yaw range, drawn as an ID render (comco.scenes.measure); its pixels over
-the pixels of its box's outline (comco.camera) is the fill at that turn.
+the pixels of its box's outline (comco.plan.camera) is the fill at that turn.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def measure_fills(object_set: str, resolution: int = 160, turns: int = 5) -> lis
     """Per object: name, fill (median over turns), lowest and highest fill."""
     import bpy
 
-    from comco.camera import silhouette_area
-    from comco.planner import PlanConfig, Planner
+    from comco.plan.camera import silhouette_area
+    from comco.plan.planner import PlanConfig, Planner
     from comco.scenes.instancer import Instancer
     from comco.scenes.measure import build_id_scene, render_ids, scratch_dir
     from comco.scenes.stage import build_stage, reset, set_camera

@@ -14,7 +14,7 @@ import tempfile
 from PIL import Image, ImageDraw, ImageFont
 
 from comco.manifest import load_object_set
-from comco.planner import PlanConfig, Planner
+from comco.plan.planner import PlanConfig, Planner
 
 
 def render_singles(object_set: str, names: list[str] | None, preset: str, size: int, out_dir: str,

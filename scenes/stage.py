@@ -1,7 +1,7 @@
 """The stage: one base scene per worker (ground, world, lights, camera, preset).
 
 Built once; per image only the lights and camera are set from the record and the
-objects come and go (see instancer.py). The camera follows comco.camera.Camera, so
+objects come and go (see instancer.py). The camera follows comco.plan.camera.Camera, so
 the planner's expectations match what Blender renders.
 """
 

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from comco.captions import load_templates, resolve_articles, size_word, split_sentences
+from comco.plan.captions import load_templates, resolve_articles, size_word, split_sentences
 from comco.errors import UserError
 from comco.manifest import load_object_set
-from comco.planner import PlanConfig, Planner
+from comco.plan.planner import PlanConfig, Planner
 
 
 
@@ -87,7 +87,7 @@ def test_user_templates_add_and_unknown_keys_fail(tmp_path):
 
 def _plain_captions(rec, planner, variants):
     """Captions written straight from the template functions, without the memo or the fast joins."""
-    from comco import captions as cap
+    from comco.plan import captions as cap
 
     n = len(rec["objects"])
     fields = [cap.object_fields(o, planner.book, rec["layout"], n) for o in rec["objects"]]

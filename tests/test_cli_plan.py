@@ -14,7 +14,7 @@ def run(*args, cwd=None):
 
 
 def test_help_is_fast_and_imports_neither_bpy_nor_torch():
-    code = "import sys, comco, comco.cli; print('bpy' in sys.modules, 'torch' in sys.modules)"
+    code = "import sys, comco, comco.cli.app; print('bpy' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
     assert out == ["False", "False"]
     assert run("--help").returncode == 0

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from comco.errors import UserError
-from comco.lab_plan import build_stages
-from comco.lab_recipe import load_recipe, parse_recipe
-from comco.lab_run import prepare_folder
+from comco.lab.graph import build_stages
+from comco.lab.recipe import load_recipe, parse_recipe
+from comco.lab.run import prepare_folder
 
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "order-bias.toml"
 
@@ -151,7 +151,7 @@ def test_images_do_not_depend_on_the_order_bias():
 
 def test_planner_order_bias_changes_only_orders_and_captions():
     from comco.manifest import load_object_set
-    from comco.planner import PlanConfig, Planner
+    from comco.plan.planner import PlanConfig, Planner
 
     simco = load_object_set("simco")
     plans = {p: Planner(PlanConfig(object_set="simco", objects=(1, 2, 3, 4), n=40, order_bias=p), simco)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from comco.probes.natural_captions import (
+from comco.probes.natural.analyses import (
     ANALYSES, PHOTO_SENTENCE, split_sentences, summary_fourth,
 )
 

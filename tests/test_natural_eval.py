@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from comco.commands_eval import app
-from comco.probes.natural_images import header_problem
+from comco.cli.eval import app
+from comco.probes.natural.images import header_problem
 from test_natural_fixtures import write_coco, write_docci, write_image
 from test_natural_recall import brute_force
 
@@ -24,7 +24,7 @@ def invoke(*args):
 
 @pytest.fixture(scope="module")
 def vit_s32():
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     return load_model("ViT-S-32", "none", "cpu")
 
@@ -185,7 +185,7 @@ def test_model_that_cannot_load_exits_2(tmp_path):
 
 
 def test_pretrained_pairs_with_models():
-    from comco.commands_eval import model_specs
+    from comco.cli.eval import model_specs
     from comco.errors import UserError
 
     specs = model_specs(["ViT-B-16", "ckpt:a.pt"], ["openai"])

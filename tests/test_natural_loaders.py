@@ -7,8 +7,8 @@ import json
 import pytest
 
 from comco.errors import UserError
-from comco.probes.natural_benchmarks import BENCHMARKS, load_benchmark
-from comco.probes.natural_sharegpt4v import load_sharegpt4v, sharegpt4v_pairs
+from comco.probes.natural.benchmarks import BENCHMARKS, load_benchmark
+from comco.probes.natural.sharegpt4v import load_sharegpt4v, sharegpt4v_pairs
 from test_natural_fixtures import (
     LONG_CAPTIONS, write_coco, write_coco_karpathy, write_dci, write_docci, write_flickr,
     write_image, write_long_dci, write_sharegpt4v, write_urban1k,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from comco.probes.natural_recall import (
+from comco.probes.natural.recall import (
     image_to_text_ranks, retrieval_recalls, select_captions, text_to_image_ranks,
 )
 

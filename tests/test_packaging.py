@@ -14,7 +14,7 @@ def test_wheel_holds_code_and_data(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     wheel = next(tmp_path.glob("comco-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for required in ("comco/cli.py", "comco/captions.toml", "comco/assets/comco/objects.toml",
+    for required in ("comco/cli/app.py", "comco/plan/captions.toml", "comco/assets/comco/objects.toml",
                      "comco/assets/simco/objects.toml", "comco/scenes/worker.py", "comco/scenes/builders/simco.py",
                      "comco/probes/tor.py", "comco/train/loop.py"):
         assert required in names, required

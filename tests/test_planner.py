@@ -7,12 +7,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from comco.camera import Camera
+from comco.plan.camera import Camera
 from comco.manifest import load_object_set
-from comco.plan_run import run_plan
-from comco.draws import OBJECT_RETRIES
-from comco.placement import FILL, boxes_fit
-from comco.planner import SLOTS, PlanConfig, Planner
+from comco.data.writer import run_plan
+from comco.plan.draws import OBJECT_RETRIES
+from comco.plan.placement import FILL, boxes_fit
+from comco.plan.planner import SLOTS, PlanConfig, Planner
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path):
 
 
 def test_parallel_planning_equals_serial(tmp_path, monkeypatch):
-    import comco.plan_run as pr
+    import comco.data.writer as pr
 
     monkeypatch.setattr(pr, "PARALLEL_FROM", 10)
     monkeypatch.setattr(pr, "CHUNK", 7)
@@ -172,7 +172,7 @@ def test_a_set_smaller_than_the_slots_plans(tmp_path):
 
 
 def test_a_record_does_not_depend_on_its_batch(comco_set, monkeypatch):
-    import comco.planner as planner_module
+    import comco.plan.planner as planner_module
 
     cfg = PlanConfig(n=60, objects=(2, 3, 4, 5), seed=11)
     whole = list(Planner(cfg, comco_set).records())
@@ -187,7 +187,7 @@ def test_a_record_does_not_depend_on_its_batch(comco_set, monkeypatch):
 
 
 def test_the_recorded_seed_reproduces_the_objects(comco_set):
-    from comco.rng import generator
+    from comco.plan.rng import generator
 
     planner = Planner(PlanConfig(n=40, objects=(3, 5), seed=2), comco_set)
     for rec in planner.records():
@@ -207,7 +207,7 @@ def test_the_large_object_is_equally_often_in_every_slot(comco_set):
 
 
 def test_the_draw_layout_gives_every_decision_its_own_numbers():
-    from comco import draws as d
+    from comco.plan import draws as d
 
     k = d.K
     parts = [(d.OBJECTS, k), (d.LARGE_SLOT, 1), (d.LARGE, 1), (d.SMALLS, k - 1), (d.WHICH, 1), (d.GRADED, k),

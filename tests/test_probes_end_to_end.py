@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from comco.commands_probe import probe
+from comco.cli.probe import probe
 from comco.errors import UserError
 from test_probes_fixtures import make_dataset
 
@@ -70,7 +70,7 @@ def tiny_ckpts(tmp_path_factory):
     """Two tiny open_clip checkpoints with different random weights (fast stand-ins for real models)."""
     import torch
 
-    from comco.models import save_checkpoint
+    from comco.models.factory import save_checkpoint
     from test_probes_models import tiny_open_clip
 
     folder = tmp_path_factory.mktemp("ckpt")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from comco.camera import Camera
-from comco.dataset import INFO, SCENES, SINGLES, read_jsonl, write_json, write_jsonl
-from comco.planner import PlanConfig
-from comco.plan_run import run_plan
+from comco.plan.camera import Camera
+from comco.data.folder import INFO, SCENES, SINGLES, read_jsonl, write_json, write_jsonl
+from comco.plan.planner import PlanConfig
+from comco.data.writer import run_plan
 
 
 def _rgb(name: str, color: str | None) -> tuple[int, int, int]:

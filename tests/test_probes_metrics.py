@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from comco.manifest import load_object_set
-from comco.planner import PlanConfig, Planner
+from comco.plan.planner import PlanConfig, Planner
 from comco.probes import texts
 from comco.probes.ior import i2tor, ior
 from comco.probes.matching import matching, scenario_captions
 from comco.probes.probe_data import ProbeData, measured_ranks
-from comco.probes.published import published_rows
+from comco.report.published import published_rows
 from comco.probes.report import csv_text, markdown, tables
 from comco.probes.retrieval import role_retrieval
 from comco.probes.stats import accuracy

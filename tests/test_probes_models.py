@@ -18,7 +18,7 @@ TINY_CFG = {
 
 
 def tiny_open_clip(context_length=77):
-    from comco.models import build_open_clip
+    from comco.models.factory import build_open_clip
 
     spec = {"open_clip_cfg": TINY_CFG}
     model, _, _ = build_open_clip(spec, context_length)
@@ -26,14 +26,14 @@ def tiny_open_clip(context_length=77):
 
 
 def test_unknown_model_suggests_close_names():
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     with pytest.raises(UserError, match=r"unknown model 'ViT-B-23'.*ViT-B-32"):
         load_model("ViT-B-23", "none")
 
 
 def test_weights_not_on_disk_say_how_to_pass_a_file(monkeypatch):
-    from comco import models
+    from comco.models import factory as models
 
     monkeypatch.setattr(models, "_weights_cached", lambda cfg: False)
     monkeypatch.setattr(models, "_hub_reachable", lambda timeout=3.0: False)
@@ -46,7 +46,7 @@ def test_weights_not_on_disk_say_how_to_pass_a_file(monkeypatch):
 def test_random_weights_are_reproducible_and_named():
     import torch
 
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     a, b = load_model("ViT-S-32", "none"), load_model("ViT-S-32", None)
     assert a.identity == b.identity and "random" in a.identity
@@ -63,7 +63,7 @@ def test_trimmed_text_encoding_equals_full_context():
     import torch
     import torch.nn.functional as F
 
-    from comco.models import _wrap_open_clip
+    from comco.models.factory import _wrap_open_clip
     from open_clip import SimpleTokenizer
 
     model, _ = tiny_open_clip()
@@ -78,7 +78,7 @@ def test_checkpoint_roundtrip_stretched_context_and_text_map(tmp_path):
     import torch
     import torch.nn.functional as F
 
-    from comco.models import load_checkpoint, load_model, save_checkpoint
+    from comco.models.factory import load_checkpoint, load_model, save_checkpoint
 
     model, spec = tiny_open_clip(context_length=248)
     text_map = torch.linalg.qr(torch.randn(16, 16))[0]
@@ -101,7 +101,7 @@ def test_checkpoint_roundtrip_stretched_context_and_text_map(tmp_path):
 def test_not_a_checkpoint_is_a_user_error(tmp_path):
     import torch
 
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     (tmp_path / "text.pt").write_text("hello")
     torch.save({"state_dict": {}}, tmp_path / "plain.pt")
@@ -129,7 +129,7 @@ def test_hf_clip_folder(tmp_path):
     import torch
     from transformers import CLIPConfig, CLIPModel
 
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     vocab = _char_tokenizer(tmp_path)
     cfg = CLIPConfig(
@@ -156,7 +156,7 @@ def test_hf_clip_folder(tmp_path):
 
 
 def test_hf_folder_errors(tmp_path):
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     with pytest.raises(UserError, match="no config.json"):
         load_model(f"hf:{tmp_path}")

@@ -1,7 +1,7 @@
 """A local transformers SigLIP 2 (NaFlex) checkpoint through `hf:DIR` (tiny random model).
 
 SigLIP 2 takes patches of the image at its own aspect ratio, a mask of the real ones and
-the patch grid; comco packs them in one tensor per image (see comco.models._naflex).
+the patch grid; comco packs them in one tensor per image (see comco.models.factory._naflex).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_siglip2_images_go_in_as_its_processor_makes_them(siglip2):
     import torch.nn.functional as F
     from transformers import Siglip2ImageProcessor
 
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     folder, model = siglip2
     m = load_model(f"hf:{folder}")
@@ -77,7 +77,7 @@ def test_siglip2_images_go_in_as_its_processor_makes_them(siglip2):
 def test_siglip2_texts_embed(siglip2):
     import torch
 
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     folder, _ = siglip2
     m = load_model(f"hf:{folder}")

@@ -169,7 +169,7 @@ def test_bad_render_input(tmp_path, args, message):
 
 
 def test_coco_annotations_match_masks(tmp_path):
-    from comco.coco import rle_decode
+    from comco.render.coco import rle_decode
 
     out = tmp_path / "coco"
     render(out, "--objects", "2-3", "--n", "3", "--coco")

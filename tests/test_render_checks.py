@@ -1,6 +1,6 @@
 """Render validity checks on measured records (pure Python)."""
 
-from comco.render_checks import check_rendered, measured_ranks
+from comco.render.checks import check_rendered, measured_ranks
 
 
 def rec(layout, pixels, ranks, visible=None, border=None):

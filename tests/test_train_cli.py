@@ -6,7 +6,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from comco.commands_train import app
+from comco.cli.train import app
 from comco.errors import UserError
 
 from test_train_fixtures import single_thread, tiny_dataset  # noqa: F401
@@ -15,7 +15,7 @@ runner = CliRunner()
 
 
 def test_importing_the_command_does_not_import_torch():
-    code = "import sys, comco.commands_train; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, comco.cli.train; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

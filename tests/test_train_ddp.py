@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from comco.models import load_checkpoint  # noqa: E402
+from comco.models.factory import load_checkpoint  # noqa: E402
 
 from test_train_fixtures import tiny_dataset  # noqa: E402,F401
 from test_train_loop import scratch_config  # noqa: E402

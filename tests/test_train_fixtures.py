@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from comco.camera import Camera
-from comco.dataset import Dataset
+from comco.plan.camera import Camera
+from comco.data.folder import Dataset
 
 PALETTE = {"gray": (86, 86, 86), "red": (173, 33, 33), "blue": (41, 74, 214), "green": (28, 105, 20),
            "brown": (130, 74, 26), "purple": (130, 38, 191), "cyan": (41, 209, 209), "yellow": (255, 237, 51)}
@@ -43,8 +43,8 @@ def draw_record(record: dict, path: Path) -> None:
 def make_dataset(root: Path, *, n: int = 24, colors: bool = False, resolution: int = 64,
                  objects: tuple[int, ...] = (2, 3), seed: int = 0, large_fraction: float = 0.12,
                  small_fraction: tuple[float, float] = (0.025, 0.035)) -> Path:
-    from comco.plan_run import run_plan
-    from comco.planner import PlanConfig
+    from comco.data.writer import run_plan
+    from comco.plan.planner import PlanConfig
 
     cfg = PlanConfig(object_set="simco", objects=objects, n=n, seed=seed, resolution=(resolution, resolution),
                      colors=colors, large_fraction=large_fraction, small_fraction=small_fraction)
@@ -85,7 +85,7 @@ def make_tiny_checkpoint(path: Path, context_length: int = 77, seed: int = 0) ->
     import open_clip
     import torch
 
-    from comco.models import save_checkpoint
+    from comco.models.factory import save_checkpoint
 
     torch.manual_seed(seed)
     cfg = tiny_clip_cfg(context_length)

@@ -28,7 +28,7 @@ def tiny_init(tmp_path_factory):
 
 @pytest.mark.parametrize("kind", ["longclip", "debias"])
 def test_fine_tune_stretches_and_keeps_the_first_positions(kind, tiny_dataset, tiny_init, tmp_path):
-    from comco.models import load_checkpoint, load_model
+    from comco.models.factory import load_checkpoint, load_model
 
     summary = fine_tune(kind, tiny_dataset, tmp_path, f"ckpt:{tiny_init}")
     ckpt = load_checkpoint(tmp_path / "model.pt")
@@ -51,8 +51,8 @@ def test_loss_mixes_short_and_long_with_lambda(tiny_dataset, tiny_init, tmp_path
 
 
 def test_debias_without_long_captions_names_the_template(tmp_path, tiny_init):
-    from comco.plan_run import run_plan
-    from comco.planner import PlanConfig
+    from comco.data.writer import run_plan
+    from comco.plan.planner import PlanConfig
 
     run_plan(PlanConfig(object_set="simco", objects=(2,), n=4, resolution=(32, 32), captions=("and",)),
              tmp_path / "short", quiet=True)

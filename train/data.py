@@ -35,7 +35,7 @@ def load_comco(root: Path, templates: list[str], *, negatives: str | None = None
     A template missing from every record is a user error that names it, because the
     fix is to plan/render with that template.
     """
-    from comco.dataset import Dataset
+    from comco.data.folder import Dataset
 
     dataset = Dataset(root)
     samples = []

@@ -11,7 +11,7 @@ from comco.errors import UserError
 
 def load_init(init: str | None, pretrained: str | None, kind: str, device: str = "cpu"):
     """LoadedModel for --init; anything that stops it loading is the user's to fix."""
-    from comco.models import load_model
+    from comco.models.factory import load_model
 
     if not init:
         raise UserError(f"comco train {kind} needs --init MODEL (an open_clip name with --pretrained, or ckpt:PATH)")
@@ -42,7 +42,7 @@ def model_spec_for(loaded, init: str) -> dict:
     import open_clip
     from open_clip.transformer import QuickGELU
 
-    from comco.models import load_checkpoint
+    from comco.models.factory import load_checkpoint
 
     if init.startswith("ckpt:"):
         return copy.deepcopy(load_checkpoint(Path(init[5:]).expanduser())["model_spec"])

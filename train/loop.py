@@ -108,7 +108,7 @@ class Trainer:
     def save(self, name: str) -> Path | None:
         if not distributed.is_main():
             return None
-        from comco.models import save_checkpoint
+        from comco.models.factory import save_checkpoint
 
         payload = self.task.checkpoint_payload()
         extra = {**payload.get("extra", {}), **self.state()}
@@ -116,7 +116,7 @@ class Trainer:
                                model_spec=payload["model_spec"], extra=extra)
 
     def resume(self, path: str | Path) -> None:
-        from comco.models import load_checkpoint
+        from comco.models.factory import load_checkpoint
 
         ckpt = load_checkpoint(path)
         if "optimizer" not in ckpt:

@@ -38,7 +38,7 @@ def make_config(kind: str, **given) -> TrainConfig:
 
 def short_templates(path) -> list[str]:
     """Every caption template of a comco dataset except long and swapped ones."""
-    from comco.dataset import Dataset
+    from comco.data.folder import Dataset
 
     first = next(iter(Dataset(path).records()), None)
     names = sorted((first or {}).get("captions", {}))

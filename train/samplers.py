@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from comco.captions import split_sentences  # the project's one splitter (train.longclip imports it from here)
+from comco.plan.captions import split_sentences  # the project's one splitter (train.longclip imports it from here)
 
 _SALT_TEXT = 0x5E7  # separate streams for sentence sampling and padding draws
 _SALT_PAD = 0x9AD

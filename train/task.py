@@ -34,7 +34,7 @@ class Task(Protocol):
     def param_groups(self, weight_decay: float) -> list[dict]: ...
 
     def checkpoint_payload(self) -> dict[str, Any]:
-        """kind, model, model_spec, extra for comco.models.save_checkpoint."""
+        """kind, model, model_spec, extra for comco.models.factory.save_checkpoint."""
 
     def load_state(self, checkpoint: dict) -> None:
         """Restore the trained weights from a checkpoint dict (for --resume)."""

@@ -1,0 +1,294 @@
+"""The `comco` command. One verb per job; heavy libraries load only inside a verb.
+
+Errors a user can cause end with exit code 2 and one line on stderr; internal
+errors keep their traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from comco.errors import UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Find, explain and remove the order and size biases of CLIP-style models.")
+objects_app = typer.Typer(no_args_is_help=True, help="Inspect, preview and validate object sets.")
+dataset_app = typer.Typer(no_args_is_help=True, help="Work with dataset folders.")
+app.add_typer(objects_app, name="objects")
+app.add_typer(dataset_app, name="dataset")
+
+
+def _register_parts() -> None:
+    """The probe, train and eval verbs live beside their code's owners (typer only, nothing heavy)."""
+    from comco.cli.eval import app as eval_app
+    from comco.cli.lab import app as lab_app
+    from comco.cli.probe import probe
+    from comco.cli.train import app as train_app
+
+    app.command("probe")(probe)
+    app.add_typer(train_app, name="train")
+    app.add_typer(eval_app, name="eval")
+    app.add_typer(lab_app, name="lab")
+
+
+_register_parts()
+
+# Options shared by `plan` and `render` (typer has no parameter groups).
+Objects = Annotated[str, typer.Option("--objects", help="Objects per image: a count (3), a range (2-5) or a list (2,4).")]
+N = Annotated[int, typer.Option("--n", help="Number of images.")]
+ObjectSet = Annotated[str, typer.Option("--object-set", help="Built-in set (comco, simco) or a folder with objects.toml.")]
+Layout = Annotated[str, typer.Option(help="one-large (ComCO), equal, graded or realistic.")]
+LargeSlot = Annotated[str, typer.Option("--large-slot", help="Slot of the largest object: M, UL, UR, BL, BR, a list (M,UL,BR) or random.")]
+Seed = Annotated[int, typer.Option(help="Dataset seed; each image derives its own from it.")]
+Resolution = Annotated[str, typer.Option(help="Image size in pixels: 512 or 640x480.")]
+Colors = Annotated[bool, typer.Option("--colors/--no-colors", help="Give objects palette colours (and write attribute captions).")]
+Orders = Annotated[int, typer.Option(help="Mention orders per image for 4+ objects (all permutations for 3 or fewer).")]
+OrderPolicy = Annotated[str, typer.Option("--order-policy", help="random, size-desc, size-asc or left-to-right.")]
+OrderBias = Annotated[float, typer.Option("--order-bias", help="Probability that the largest object is mentioned first (lab variable).")]
+LargeFraction = Annotated[float, typer.Option("--large-fraction", help="Image share of the large object (one-large).")]
+SmallFraction = Annotated[str, typer.Option("--small-fraction", help="Image share range of small objects, e.g. 0.005-0.01.")]
+Captions = Annotated[str, typer.Option(help="Caption templates to write, comma-separated (default: all that apply).")]
+Templates = Annotated[Optional[Path], typer.Option(help="A TOML file of extra caption templates.")]
+Singles = Annotated[bool, typer.Option("--singles", help="Also plan/render one reference image per object (for IOR).")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace a dataset made with another configuration.")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue a dataset with the same configuration.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+Out = Annotated[Path, typer.Option("--out", help="Output folder.")]
+
+
+def _resolution(text: str) -> tuple[int, int]:
+    try:
+        if "x" in text.lower():
+            w, h = (int(t) for t in text.lower().split("x", 1))
+        else:
+            w = h = int(text)
+    except ValueError:
+        raise UserError(f"--resolution {text!r}: give pixels, 512 or 640x480") from None
+    if not (0 < w <= 8192 and 0 < h <= 8192):
+        raise UserError(f"--resolution {text}: use 1..8192 pixels")
+    return w, h
+
+
+def _fraction_range(text: str) -> tuple[float, float]:
+    try:
+        lo, _, hi = text.partition("-")
+        return float(lo), float(hi or lo)
+    except ValueError:
+        raise UserError(f"--small-fraction {text!r}: give a share or a range, e.g. 0.005-0.01") from None
+
+
+def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
+                order_bias, large_fraction, small_fraction, captions, templates):
+    from comco.plan.planner import PlanConfig, parse_counts, parse_slots
+
+    return PlanConfig(
+        object_set=object_set, objects=parse_counts(objects), n=n, seed=seed, layout=layout,
+        large_slot=parse_slots(large_slot), resolution=_resolution(resolution), colors=colors, orders=orders,
+        order_policy=order_policy, order_bias=order_bias, large_fraction=large_fraction,
+        small_fraction=_fraction_range(small_fraction),
+        captions=tuple(c.strip() for c in captions.split(",") if c.strip()),
+        templates=str(templates) if templates else None,
+    )
+
+
+def _say(quiet: bool, text: str) -> None:
+    if not quiet:
+        typer.echo(text)
+
+
+@app.command()
+def plan(
+    out: Out, objects: Objects = "2-5", n: N = 100, object_set: ObjectSet = "comco", layout: Layout = "one-large",
+    large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
+    orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
+    large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
+    templates: Templates = None, singles: Singles = False, overwrite: Overwrite = False, resume: Resume = False,
+    quiet: Quiet = False,
+):
+    """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
+    from comco.data.writer import run_plan
+
+    cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
+                      order_bias, large_fraction, small_fraction, captions, templates)
+    stats = run_plan(cfg, out, overwrite=overwrite, resume=resume, quiet=quiet, singles=singles)
+    _say(quiet, f"planned {stats['images']} scenes in {stats['seconds']:.1f} s "
+                f"({stats['replanned']} re-planned to fit) -> {out}")
+
+
+@app.command()
+def render(
+    out: Out, objects: Objects = "2-5", n: N = 100, object_set: ObjectSet = "comco", layout: Layout = "one-large",
+    large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
+    orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
+    large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
+    templates: Templates = None, singles: Singles = False,
+    preset: Annotated[str, typer.Option(help="draft (Workbench, fast), cycles (default) or high; eevee needs a GPU.")] = "cycles",
+    samples: Annotated[Optional[int], typer.Option(help="Cycles samples (preset default if unset).")] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda or optix (Cycles on NVIDIA GPUs).")] = "cpu",
+    workers: Annotated[int, typer.Option(help="Render processes (one bpy each).")] = 1,
+    max_per_worker: Annotated[int, typer.Option("--max-per-worker", help="Restart a worker after this many images.")] = 300,
+    masks: Annotated[bool, typer.Option("--masks", help="Write an index mask PNG per image (0 = background, i+1 = objects[i]).")] = False,
+    coco: Annotated[bool, typer.Option("--coco", help="Write COCO annotations (boxes, RLE masks, categories) to annotations.json; implies masks.")] = False,
+    min_pixels: Annotated[int, typer.Option("--min-pixels", help="Least visible pixels per object.")] = 10,
+    min_visible: Annotated[float, typer.Option("--min-visible", help="Least visible fraction per object.")] = 0.9,
+    max_retries: Annotated[int, typer.Option("--max-retries", help="Re-plans of a scene whose render fails a check.")] = 5,
+    shard: Annotated[str, typer.Option(help="Render slice i/N (or auto under SLURM arrays).")] = "0/1",
+    threads: Annotated[int, typer.Option(help="Blender threads per worker (0 = all cores).")] = 0,
+    overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
+):
+    """Plan, then render every scene with Blender and measure what is visible."""
+    from comco.render.run import RenderOptions, parse_shard, run_render
+
+    cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
+                      order_bias, large_fraction, small_fraction, captions, templates)
+    opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
+                         max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
+                         min_pixels=min_pixels,
+                         min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads)
+    s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
+    per = s["seconds"] / max(1, s["rendered"])
+    crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""
+    _say(quiet, f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
+                f"{s['retries']} re-planned{crashes}, {per:.2f} s per image -> {out}")
+    if s["failures"]:
+        typer.echo(f"{len(s['failures'])} scenes failed their checks; reasons in {out / 'failures.jsonl'}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def validate(dataset: Annotated[Path, typer.Argument(help="A dataset folder.")], quiet: Quiet = False):
+    """Check a dataset folder record by record; exit 1 and list the problems if any."""
+    from comco.data.validate import validate_dataset
+
+    problems = validate_dataset(dataset)
+    if problems:
+        for p in problems[:50]:
+            typer.echo(p, err=True)
+        more = " (first 50 shown)" if len(problems) > 50 else ""
+        typer.echo(f"{dataset}: {len(problems)} problems{more}", err=True)
+        raise typer.Exit(1)
+    _say(quiet, f"{dataset}: valid")
+
+
+@objects_app.command("list")
+def objects_list(object_set: Annotated[str, typer.Argument(help="Set name or folder.")] = "comco"):
+    """One object per line: name, size class, real size, source."""
+    from comco.manifest import load_object_set
+
+    s = load_object_set(object_set)
+    for o in s.objects:
+        w, d, h = o.dimensions_m
+        typer.echo(f"{o.name:<14} {o.size_class:<7} {w:g} x {d:g} x {h:g} m  {o.source}")
+
+
+def _bpy_module(module: str, *args: str) -> str:
+    """Run a comco.scenes module in its own Python (bpy stays out of this process)."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("bpy") is None:
+        raise UserError("bpy is not installed: pip install 'bpy==5.0.*' (Python 3.11) to render objects")
+    r = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = r.stderr.strip().splitlines()
+        raise RuntimeError(f"{module} failed:\n" + "\n".join(tail[-15:]))
+    return r.stdout
+
+
+@objects_app.command("preview")
+def objects_preview(
+    object_set: Annotated[str, typer.Argument(help="Set name or folder.")], out: Out,
+    preset: Annotated[str, typer.Option(help="draft or cycles.")] = "draft",
+    size: Annotated[int, typer.Option(help="Tile size in pixels.")] = 192,
+):
+    """A labelled contact sheet of every object, from the renderer's camera and light."""
+    from comco.manifest import load_object_set
+
+    load_object_set(object_set)  # manifest errors end here, with one line
+    _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size))
+    typer.echo(f"contact sheet -> {out}")
+
+
+@objects_app.command("show")
+def objects_show(
+    object_set: Annotated[str, typer.Argument(help="Set name or folder.")],
+    name: Annotated[str, typer.Argument(help="Object name.")], out: Out,
+    preset: Annotated[str, typer.Option(help="draft or cycles.")] = "cycles",
+    size: Annotated[int, typer.Option(help="Image size in pixels.")] = 384,
+):
+    """Render one object alone to a PNG."""
+    from comco.manifest import load_object_set
+
+    load_object_set(object_set).get(name)
+    _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size), name)
+    typer.echo(f"{name} -> {out}")
+
+
+@objects_app.command("validate")
+def objects_validate(object_set: Annotated[str, typer.Argument(help="Set name or folder.")]):
+    """Manifest schema, files present and loadable, sane dimensions, names unique."""
+    import json
+
+    from comco.manifest import load_object_set
+
+    oset = load_object_set(object_set)
+    rows = json.loads(_bpy_module("comco.scenes.check", str(oset.root)).strip().splitlines()[-1])
+    bad = [r["problem"] for r in rows if r["problem"]]
+    for r in rows:
+        typer.echo(f"{r['name']:<14} {r['faces']:>6} faces  {r['seconds'] * 1000:7.1f} ms  "
+                   f"{' x '.join(f'{d:g}' for d in r['dimensions'])} m")
+    if bad:
+        raise UserError(bad[0] + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+    typer.echo(f"{oset.name}: {len(rows)} objects valid")
+
+
+@objects_app.command("calibrate")
+def objects_calibrate(
+    object_set: Annotated[str, typer.Argument(help="Set name or folder.")],
+    write: Annotated[bool, typer.Option("--write", help="Write each fill into the set's objects.toml.")] = False,
+    resolution: Annotated[int, typer.Option(help="ID-render size in pixels.")] = 160,
+    turns: Annotated[int, typer.Option(help="Turns measured across each object's yaw range.")] = 5,
+):
+    """Measure how much of its box's outline each object covers (the planner's `fill`)."""
+    import json
+
+    from comco.manifest import MANIFEST_NAME, load_object_set, write_fills
+
+    oset = load_object_set(object_set)
+    if not 32 <= resolution <= 1024 or turns < 1:
+        raise UserError("--resolution takes 32..1024 pixels and --turns at least 1")
+    rows = json.loads(_bpy_module("comco.scenes.calibrate", str(oset.root), str(resolution), str(turns))
+                      .strip().splitlines()[-1])
+    for r in rows:
+        old = oset.get(r["name"]).fill
+        typer.echo(f"{r['name']:<14} fill {r['fill']:.3f}  (turns {r['lowest']:.3f}..{r['highest']:.3f})"
+                   f"{'' if old is None else f'  manifest {old:.3f}'}")
+    if write:
+        write_fills(oset.root / MANIFEST_NAME, {r["name"]: r["fill"] for r in rows})
+        typer.echo(f"fills written to {oset.root / MANIFEST_NAME}")
+
+
+@dataset_app.command("merge")
+def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folders rendered with --shard i/N.")],
+                  out: Out, quiet: Quiet = False):
+    """Join rendered shards into one dataset (they must share the configuration)."""
+    from comco.data.merge import merge_shards
+
+    s = merge_shards(shards, out)
+    _say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as exc:
+        typer.echo(f"comco: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("comco: interrupted; completed work is kept (use --resume)", err=True)
+        sys.exit(130)
+

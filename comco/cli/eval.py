@@ -1,0 +1,120 @@
+"""`comco eval retrieval|analyses`: natural benchmarks, one or more models side by side.
+
+    comco eval retrieval --benchmark docci --root /data/docci --model ViT-B-16 --pretrained openai \\
+        --model ckpt:runs/debias/last.pt --protocol all --out runs/eval/docci
+
+Register with `cli.add_typer(commands_eval.app, name="eval")`. Only typer is imported at
+module level; the probes (numpy, torch) load when a command runs.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import typer
+
+from comco.errors import UserError
+
+app = typer.Typer(help="Evaluate models on natural benchmarks (retrieval, DeBias-CLIP analyses).",
+                  no_args_is_help=True)
+
+BENCHMARK_HELP = "coco, coco-karpathy, flickr30k, flickr30k-karpathy, urban1k, docci, dci, long-dci, comco"
+PROTOCOL_HELP = "all (every caption, DeBias-CLIP) or first5 (first five per image, Long-CLIP's scripts)"
+PRETRAINED_HELP = "weights for --model: one value for every open_clip model, or one per --model in order"
+
+
+def model_specs(models: list[str], pretrained: list[str]) -> list:
+    """Pair each --model with its --pretrained (none given, one for all, or one each)."""
+    from comco.probes.natural.run import ModelSpec
+
+    if not models:
+        raise UserError("give at least one --model")
+    if len(pretrained) not in (0, 1, len(models)):
+        raise UserError(f"{len(models)} --model and {len(pretrained)} --pretrained: give one --pretrained "
+                        "for all models or one per --model")
+    if len(pretrained) == len(models):
+        return [ModelSpec(m, p) for m, p in zip(models, pretrained)]
+    shared = pretrained[0] if pretrained else None
+    return [ModelSpec(m, None if m.startswith(("hf:", "ckpt:")) else shared) for m in models]
+
+
+@contextmanager
+def embedding_progress(quiet: bool) -> Iterator:
+    """A callback for Embedder: progress(label, total) -> advance(n), drawn with rich."""
+    if quiet:
+        yield None
+        return
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task) -> Text:
+            return Text(f"{task.speed:,.1f}/s" if task.speed else "")
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
+                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()) as bar:
+        def start(label: str, total: int):
+            task = bar.add_task(f"embed {label}", total=total)
+            return lambda n: bar.advance(task, n)
+        yield start
+
+
+def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: list[str], protocol: str,
+        out: Path, device: str | None, batch_size: int, cache: Path | None, no_cache: bool, quiet: bool,
+        analyses: str = "") -> None:
+    """Run one eval; a user's mistake ends it with exit code 2 and one line, never a traceback."""
+    try:
+        from comco.probes.embed import DEFAULT_CACHE
+        from comco.probes.natural.run import run_natural_eval
+
+        if device is None:
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        names = tuple(n.strip() for n in analyses.split(",") if n.strip())
+        with embedding_progress(quiet) as progress:
+            run_natural_eval(kind, benchmark, root, model_specs(models, pretrained), protocol, out,
+                             device=device, batch_size=batch_size,
+                             cache_dir=None if no_cache else (cache or DEFAULT_CACHE),
+                             analyses=names, progress=progress, say=(lambda _: None) if quiet else typer.echo)
+    except UserError as err:
+        typer.echo(f"comco: error: {err}", err=True)  # as comco.cli.app.main prints it
+        raise typer.Exit(err.exit_code) from None
+
+
+BenchmarkOpt = typer.Option(..., "--benchmark", help=BENCHMARK_HELP)
+RootOpt = typer.Option(..., "--root", help="the benchmark's folder, laid out as the dataset is distributed")
+ModelOpt = typer.Option(..., "--model", help="open_clip name, hf:DIR or ckpt:PATH; repeat for side by side")
+PretrainedOpt = typer.Option(None, "--pretrained", help=PRETRAINED_HELP)
+ProtocolOpt = typer.Option("all", "--protocol", help=PROTOCOL_HELP)
+OutOpt = typer.Option(..., "--out", help="folder for results.json, tables and plots")
+DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... (default: cuda when there is one)")
+BatchOpt = typer.Option(64, "--batch-size", min=1)
+CacheOpt = typer.Option(None, "--cache", help="embedding cache folder (default ~/.cache/comco/embeddings)")
+NoCacheOpt = typer.Option(False, "--no-cache", help="embed everything afresh and store nothing")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="no progress bars or messages")
+
+
+@app.command()
+def retrieval(benchmark: str = BenchmarkOpt, root: Path = RootOpt, model: List[str] = ModelOpt,
+              pretrained: Optional[List[str]] = PretrainedOpt, protocol: str = ProtocolOpt, out: Path = OutOpt,
+              device: Optional[str] = DeviceOpt, batch_size: int = BatchOpt, cache: Optional[Path] = CacheOpt,
+              no_cache: bool = NoCacheOpt, quiet: bool = QuietOpt) -> None:
+    """Text-to-image and image-to-text R@1/5/10, several captions per image."""
+    run("retrieval", benchmark, root, model, pretrained or [], protocol, out, device, batch_size, cache,
+        no_cache, quiet)
+
+
+@app.command()
+def analyses(benchmark: str = BenchmarkOpt, root: Path = RootOpt, model: List[str] = ModelOpt,
+             pretrained: Optional[List[str]] = PretrainedOpt, protocol: str = ProtocolOpt, out: Path = OutOpt,
+             which: str = typer.Option("padding,order,summary", "--analyses",
+                                       help="comma-separated: padding, order, summary"),
+             device: Optional[str] = DeviceOpt, batch_size: int = BatchOpt, cache: Optional[Path] = CacheOpt,
+             no_cache: bool = NoCacheOpt, quiet: bool = QuietOpt) -> None:
+    """The DeBias-CLIP analyses ("This is a photo." padding, sentence order, summary position)."""
+    run("analyses", benchmark, root, model, pretrained or [], protocol, out, device, batch_size, cache,
+        no_cache, quiet, which)

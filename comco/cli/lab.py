@@ -1,0 +1,47 @@
+"""`comco lab run RECIPE.toml --out DIR [--scale smoke|small|full]`: a whole experiment in one command.
+
+Register with `app.add_typer(commands_lab.app, name="lab")`. Only typer is imported here;
+the lab's modules (and through them torch and bpy, inside the stages) load when it runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(help="Run lab experiments: render, train, probe, fine-tune, evaluate, report.",
+                  no_args_is_help=True)
+
+
+@app.callback()
+def _group() -> None:
+    """Run lab experiments (a group, so that `lab run` stays a sub-command)."""
+
+
+@app.command("run")
+def run(
+    recipe: Annotated[Path, typer.Argument(help="A recipe TOML file (e.g. recipes/order-bias.toml) or a shipped recipe's name.")],
+    out: Annotated[Path, typer.Option("--out", help="Run folder: stages, report.md, report.html, results.json.")],
+    scale: Annotated[str, typer.Option(help="smoke (about a minute), small (default, under 30 min on 2 CPU cores) or full (a GPU machine).")] = "small",
+    jobs: Annotated[Optional[int], typer.Option(help="Stages run side by side (default: the recipe's, else one per core).")] = None,
+    threads: Annotated[Optional[int], typer.Option(help="torch threads per stage (default: cores / jobs).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Reuse the finished stages of a folder that holds another recipe's or scale's run.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Delete what the folder holds and start again.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")] = False,
+) -> None:
+    """Run a recipe's stages, each once per input hash, and write the report."""
+    from comco.errors import UserError
+    from comco.lab.recipe import load_recipe
+    from comco.lab.run import run_lab
+
+    if resume and overwrite:
+        raise UserError("--resume and --overwrite exclude each other; pass one")
+    r = load_recipe(recipe, scale)
+    say = (lambda _: None) if quiet else typer.echo
+    result = run_lab(r, out, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads, quiet=quiet, say=say)
+    if not quiet:
+        typer.echo(f"ran {len(result['ran'])} stages, {len(result['skipped'])} were done already, "
+                   f"{result['wall_seconds'] / 60:.1f} min -> {out / 'report.md'}")
+

@@ -1,0 +1,79 @@
+"""`comco probe`: TOR, IOR and the related tables for one or more CLIP-style models.
+
+Register with `app.command("probe")(commands_probe.probe)`. Only typer is imported at
+module level; torch and the probes load when the command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from comco.errors import UserError
+
+
+def probe(
+    dataset: Optional[Path] = typer.Argument(None, help="Dataset folder (from comco plan / comco render)."),
+    model: List[str] = typer.Option([], "--model", "-m", help="open_clip name, hf:DIR or ckpt:PATH; repeat to compare."),
+    pretrained: List[str] = typer.Option([], "--pretrained", help="Tag, weights file or none; once for all models or once per --model."),
+    probes: Optional[str] = typer.Option(None, "--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention (default: all the data supports)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output folder for results.json, tables and plots."),
+    text_only: bool = typer.Option(False, "--text-only", help="TOR from object names alone (balanced ordered tuples)."),
+    object_set: Optional[str] = typer.Option(None, "--object-set", help="Object set for --text-only without a dataset."),
+    objects: str = typer.Option("2-5", "--objects", help="Tuple sizes for --text-only: 4, 2-5 or 2,4."),
+    tuples: int = typer.Option(1000, "--tuples", help="Captions per tuple size for --text-only (rounded up to balanced rounds)."),
+    templates: Optional[str] = typer.Option(None, "--templates", help="Caption templates for TOR/TOC (default: all colour-free ones in the data)."),
+    text_template: str = typer.Option("photo", "--text-template", help="Template of the captions probes write (I2TOR, matching, text-only)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95 % intervals."),
+    seed: int = typer.Option(0, "--seed", help="Seed for sampling, splits and the bootstrap."),
+    batch_size: int = typer.Option(64, "--batch-size", help="Encoder batch size."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda (autocast fp16 on cuda)."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Embedding cache folder (default ~/.cache/comco/embeddings)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
+    max_distractors: Optional[int] = typer.Option(None, "--max-distractors", help="Matching: absent objects per image (default: all)."),
+    test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share for TOC/IOC/binding probes."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Probe only the first N scenes."),
+    no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
+    list_models: bool = typer.Option(False, "--list-models", help="List open_clip model names and exit."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Measure order and size biases: TOR, IOR, I2TOR, matching, TOC/IOC, binding, attention."""
+    if list_models:
+        from comco.models.factory import list_models as names
+
+        typer.echo("\n".join(names()))
+        return
+    from comco.plan.planner import parse_counts
+    from comco.probes.embed import DEFAULT_CACHE
+    from comco.probes.report import write_reports
+    from comco.probes.runner import ProbeOptions, parse_probes, run
+
+    if not model:
+        raise UserError("give at least one --model (e.g. --model ViT-B-32 --pretrained openai); see --list-models")
+    if out is None:
+        raise UserError("give --out DIR for the results")
+    if len(pretrained) not in (0, 1, len(model)):
+        raise UserError(f"{len(pretrained)} --pretrained for {len(model)} --model: give one for all or one per model")
+    tags = pretrained * len(model) if len(pretrained) == 1 else (pretrained or [None] * len(model))
+    if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
+        raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
+    if dataset is not None and not Path(dataset).is_dir():
+        raise UserError(f"{dataset} is not a folder; give a dataset made by `comco plan` / `comco render`")
+    opts = ProbeOptions(
+        probes=parse_probes(probes), templates=[t.strip() for t in templates.split(",")] if templates else None,
+        text_template=text_template, text_only=text_only, object_counts=list(parse_counts(objects)),
+        tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
+        cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
+        test_fraction=test_fraction, limit=limit, plots=not no_plots)
+    results = run(dataset, list(zip(model, tags)), opts, object_set=object_set, quiet=quiet)
+    written = write_reports(out, results, plots=opts.plots)
+    if not quiet:
+        for m in results["models"]:
+            c = m["cache"]
+            typer.echo(f"{m['label']}: {m['seconds']:.1f} s, cache hits {c['text_hits']} texts / "
+                       f"{c['image_hits']} images, encoded {c['text_encoded']} texts / {c['image_encoded']} images")
+        for k, why in results["skipped"].items():
+            typer.echo(f"skipped {k}: {why}")
+        typer.echo(f"wrote {len(written)} files to {out}")

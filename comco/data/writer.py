@@ -1,0 +1,147 @@
+"""`comco plan`: stream every scene record of a configuration to disk."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing as mp
+import os
+import queue
+import time
+import traceback
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+from comco.data.folder import (INFO, SCENES, SINGLES, atomic_write, check_writable, dumps, make_info,
+                           prepare_out, write_json, write_jsonl)
+from comco.errors import UserError
+from comco.manifest import load_object_set
+from comco.plan.planner import PlanConfig, Planner
+from comco.progress import progress
+
+CHUNK = 4096
+PARALLEL_FROM = 20000  # below this, starting processes costs more than it saves
+
+@contextmanager
+def _no_cycle_collection():
+    """Planning makes millions of small dicts and lists and no reference cycles; the
+    cycle collector would only walk them again and again (about 10 % of the time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _chunk_text(records, count: int) -> tuple[bytes, Counter]:
+    """The next `count` records as JSON lines (encoded here, in the worker), and their retries."""
+    lines, retries = [], Counter()
+    for _ in range(count):
+        rec = next(records)
+        lines.append(dumps(rec))
+        retries[rec["retry"]] += 1
+    return ("\n".join(lines) + "\n").encode(), retries
+
+
+def _plan_worker(cfg: PlanConfig, chunks: list[tuple[int, int]], out: mp.Queue) -> None:
+    """Plan these chunks as one stream and send each one's text in order.
+
+    One stream, not one per chunk: a chunk's last scenes retry in small batches,
+    and a stream fills those batches with the next chunk's scenes instead.
+    """
+    try:
+        with _no_cycle_collection():
+            planner = Planner(cfg, load_object_set(cfg.object_set))
+            records = planner.records_for(i for start, stop in chunks for i in range(start, stop))
+            for start, stop in chunks:
+                out.put(("chunk",) + _chunk_text(records, stop - start))
+    except UserError as exc:
+        out.put(("user error", str(exc), None))
+    except BaseException:  # an internal error keeps its traceback for the parent to show
+        out.put(("crash", traceback.format_exc(), None))
+
+
+def _receive(q: mp.Queue, proc) -> tuple[bytes, Counter]:
+    while True:
+        try:
+            kind, text, retries = q.get(timeout=1.0)
+        except queue.Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"a planning worker died (exit code {proc.exitcode})") from None
+            continue
+        if kind == "user error":
+            raise UserError(text)
+        if kind == "crash":
+            raise RuntimeError(f"a planning worker failed:\n{text}")
+        return text, retries
+
+
+def make_planner(cfg: PlanConfig) -> Planner:
+    planner = Planner(cfg, load_object_set(cfg.object_set))
+    planner.check_large_fraction()
+    # Try one scene of every count first: an impossible request fails before anything is written.
+    for i in range(min(cfg.n, len(cfg.objects))):
+        planner.plan(i)
+    return planner
+
+
+def dataset_info(planner: Planner, extra_counts: dict | None = None) -> dict:
+    cfg = planner.cfg
+    per_count = {str(k): sum(1 for i in range(cfg.n) if planner.count_for(i) == k) for k in cfg.objects}
+    counts = {"images": cfg.n, "per_object_count": per_count, **(extra_counts or {})}
+    return make_info(cfg.to_dict(), planner.set.name, planner.set.hash, counts)
+
+
+def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int | None = None,
+               singles: bool = False) -> dict:
+    """Write scenes.jsonl (and singles), return counts. Identical for identical configs."""
+    cfg = planner.cfg
+    workers = workers or min(2, os.cpu_count() or 1)
+    chunks = [(s, min(s + CHUNK, cfg.n)) for s in range(0, cfg.n, CHUNK)]
+    retries: Counter = Counter()
+    t0 = time.perf_counter()
+    with progress(cfg.n, "plan", "scenes", quiet) as bar, atomic_write(out / SCENES, "wb") as f, \
+            _no_cycle_collection():
+        if workers > 1 and cfg.n >= PARALLEL_FROM:
+            # Chunk k is planned by worker k % workers; each sends its chunks in order
+            # through a short queue (memory stays flat however large n is).
+            ctx = mp.get_context("fork")
+            queues = [ctx.Queue(maxsize=2) for _ in range(workers)]
+            procs = [ctx.Process(target=_plan_worker, args=(cfg, chunks[w::workers], queues[w]), daemon=True)
+                     for w in range(workers)]
+            for p in procs:
+                p.start()
+            try:
+                for k, (start, stop) in enumerate(chunks):
+                    text, r = _receive(queues[k % workers], procs[k % workers])
+                    f.write(text)
+                    retries.update(r)
+                    bar.advance(stop - start)
+            finally:
+                for p in procs:
+                    if p.is_alive():
+                        p.terminate()
+                    p.join()
+        else:
+            for rec in planner.records():
+                f.write((dumps(rec) + "\n").encode())
+                retries[rec["retry"]] += 1
+                bar.advance()
+    if singles:
+        write_jsonl(out / SINGLES, planner.singles())
+    return {"seconds": time.perf_counter() - t0,
+            "replanned": sum(v for k, v in retries.items() if k > 0)}
+
+
+def run_plan(cfg: PlanConfig, out: Path, *, overwrite: bool = False, resume: bool = False,
+             quiet: bool = False, singles: bool = False, workers: int | None = None) -> dict:
+    planner = make_planner(cfg)
+    info = dataset_info(planner)
+    state = prepare_out(out, info, overwrite=overwrite, resume=resume)
+    check_writable(out)
+    stats = write_plan(planner, out, quiet=quiet, workers=workers, singles=singles)
+    info["counts"]["replanned"] = stats["replanned"]
+    write_json(out / INFO, info)
+    return {"state": state, **stats, "images": cfg.n}

@@ -1,0 +1,172 @@
+"""A recipe as a graph of stages, each with the hash of everything it depends on.
+
+A stage's hash covers its kind, its own settings, the hashes of the stages it reads
+and a digest of the source code that computes it. A stage whose hash matches a
+finished run of it is not run again; changing one setting changes the hash of that
+stage and of every stage downstream of it, and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from comco import __version__
+from comco.lab.recipe import Recipe
+
+# The code each kind of stage runs: modules (a package means every .py under it) and data files.
+_RENDER_CODE = ("comco.plan.planner", "comco.plan.orders", "comco.plan.captions", "comco/captions.toml", "comco.plan.camera",
+                "comco.manifest", "comco.data.writer", "comco.render.run", "comco.render.checks", "comco.data.folder",
+                "comco.plan.rng", "comco.scenes")
+_TRAIN_CODE = ("comco.train", "comco.models.factory", "comco.data.folder")
+_PROBE_CODE = ("comco.probes", "comco.models.factory", "comco.data.folder", "comco.probes.sensitivity")
+CODE = {
+    "render": _RENDER_CODE,
+    "captions": _RENDER_CODE[:-1],
+    "scratch": _TRAIN_CODE,
+    "finetune": _TRAIN_CODE,
+    "labclip": _TRAIN_CODE + _PROBE_CODE,
+    "probe": _PROBE_CODE,
+    "report": ("comco.lab.report", "comco.lab.recipe"),
+}
+# Stages that run inside the lab's own process: renders bring their own worker pool and
+# use every core; the others are pure Python and take seconds.
+INLINE = {"render", "captions", "report"}
+
+
+@dataclass
+class Stage:
+    id: str
+    kind: str
+    config: dict
+    deps: dict[str, str] = field(default_factory=dict)  # role -> stage id
+    hash: str = ""
+
+    @property
+    def inline(self) -> bool:
+        return self.kind in INLINE
+
+
+def _files(module: str) -> list[Path]:
+    """Source files of a module name ('comco.train') or a data file ('comco/captions.toml')."""
+    if "/" in module:
+        pkg, _, name = module.partition("/")
+        spec = importlib.util.find_spec(pkg)
+        return [Path(list(spec.submodule_search_locations)[0]) / name]
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return sorted(p for d in spec.submodule_search_locations for p in Path(d).rglob("*.py"))
+    return [Path(spec.origin)]
+
+
+@lru_cache(maxsize=None)
+def code_digest(kind: str) -> str:
+    h = hashlib.sha256(__version__.encode())
+    for module in CODE[kind] + ("comco.lab.stages",):
+        for path in _files(module):
+            if path.is_file():
+                h.update(path.name.encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def stage_hash(stage: Stage, dep_hashes: dict[str, str]) -> str:
+    blob = json.dumps({"kind": stage.kind, "config": stage.config, "deps": dep_hashes,
+                       "code": code_digest(stage.kind)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _p(p: float) -> str:
+    return f"p{p:g}"
+
+
+def build_stages(recipe: Recipe) -> list[Stage]:
+    """Every stage of the recipe at its scale, in an order where deps come first."""
+    s = recipe.settings
+    data, render, scratch, ft, probe, lab, run = (s[k] for k in
+                                                  ("data", "render", "scratch", "finetune", "probe", "labclip", "run"))
+    want = set(recipe.stages)
+    device = run["device"]
+    stages: list[Stage] = []
+    plan_common = {"layout": data["layout"], "large_slot": data["large_slot"], "large_fraction": data["large_fraction"],
+                   "small_fraction": data["small_fraction"], "orders": data["orders"],
+                   "resolution": render["resolution"]}
+    render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
+    model_size = {"width": scratch["width"], "layers": scratch["layers"], "patch_size": scratch["patch_size"],
+                  "context_length": scratch["context_length"], "resolution": render["resolution"]}
+    probe_cfg = {"bootstrap": probe["bootstrap"], "seed": probe["seed"], "tor_templates": probe["tor_templates"],
+                 "batch_size": probe["batch_size"], "device": device}
+
+    for oset in data["object_sets"]:
+        train_id, test_id, colors_id = f"render-train-{oset}", f"render-test-{oset}", f"render-colors-{oset}"
+        if "render" in want:
+            stages.append(Stage(train_id, "render", {
+                "role": "train", "object_set": oset, "objects": data["train_objects"], "n": data["train_images"],
+                "seed": data["seed"], "captions": data["captions"], "colors": False, "singles": False,
+                **plan_common, **render_opts}))
+            stages.append(Stage(test_id, "render", {
+                "role": "test", "object_set": oset, "objects": data["test_objects"], "n": data["test_images"],
+                "seed": data["test_seed"], "captions": data["captions"], "colors": False, "singles": True,
+                **plan_common, **render_opts}))
+            if "labclip" in want:
+                stages.append(Stage(colors_id, "render", {
+                    "role": "colors", "object_set": oset, "objects": lab["objects"], "n": lab["images"],
+                    "seed": data["seed"] + 7919, "captions": ["attributes"], "colors": True, "singles": False,
+                    **plan_common, **render_opts}))
+        if "captions" in want:
+            for p in data["order_bias"]:
+                stages.append(Stage(f"captions-{oset}-{_p(p)}", "captions", {"order_bias": p},
+                                    {"data": train_id}))
+        if "scratch" not in want:
+            continue
+        for p in data["order_bias"]:
+            for seed in scratch["seeds"]:
+                sid = f"scratch-{oset}-{_p(p)}-s{seed}"
+                stages.append(Stage(sid, "scratch", {
+                    "seed": seed, "captions": scratch["captions"], "steps": scratch["steps"],
+                    "batch_size": scratch["batch_size"], "lr": scratch["lr"], "warmup": scratch["warmup"],
+                    "weight_decay": scratch["weight_decay"], "device": device, **model_size},
+                    {"data": f"captions-{oset}-{_p(p)}"}))
+                if "probe" in want:
+                    deep = "analyses" in want and p == ft["order_bias"]
+                    stages.append(Stage(f"probe-{sid}", "probe", {
+                        **probe_cfg, "summary": deep, "analyses": probe["analyses"] if deep else []},
+                        {"model": sid, "test": test_id}))
+        if "finetune" in want:
+            for v in ft["variants"]:
+                for seed in scratch["seeds"]:
+                    fid = f"finetune-{oset}-{v['name']}-s{seed}"
+                    options = {"template": "long", "keep": ft["keep"], "pca_rank": ft["pca_rank"],
+                               "short_weight": v.get("short_weight", 0.1)}
+                    if v["kind"] == "debias":
+                        options.update({k: v.get(k, True) for k in ("remove_summary", "sample", "pad")})
+                    stages.append(Stage(fid, "finetune", {
+                        "kind": v["kind"], "variant": v["name"], "seed": seed, "steps": ft["steps"],
+                        "batch_size": ft["batch_size"], "lr": ft["lr"], "warmup": ft["warmup"],
+                        "weight_decay": ft["weight_decay"], "device": device, "options": options},
+                        {"model": f"scratch-{oset}-{_p(ft['order_bias'])}-s{seed}",
+                         "data": f"captions-{oset}-{_p(ft['order_bias'])}"}))
+                    if "probe" in want:
+                        stages.append(Stage(f"probe-{fid}", "probe", {
+                            **probe_cfg, "summary": True,
+                            "analyses": probe["analyses"] if "analyses" in want else []},
+                            {"model": fid, "test": test_id}))
+        if "labclip" in want:
+            for seed in lab["seeds"]:
+                stages.append(Stage(f"labclip-{oset}-s{seed}", "labclip", {
+                    "seed": seed, "steps": lab["steps"], "batch_size": lab["batch_size"], "lr": lab["lr"],
+                    "device": device, "bootstrap": probe["bootstrap"]},
+                    {"model": f"scratch-{oset}-{_p(lab['order_bias'])}-s{seed}", "data": colors_id}))
+    if "report" in want:
+        stages.append(Stage("report", "report", {"recipe": recipe.to_dict()},
+                            {st.id: st.id for st in stages}))
+    by_id = {st.id: st for st in stages}
+    for st in stages:  # deps precede their users in the list, so one pass hashes them all
+        st.hash = stage_hash(st, {role: by_id[d].hash for role, d in st.deps.items()})
+    return stages

@@ -1,0 +1,275 @@
+"""`comco lab run`: run a recipe's stages into one folder, each at most once per input hash.
+
+    OUT/lab.json                 which recipe and scale this folder holds
+    OUT/recipe.toml              the recipe file as run
+    OUT/stages/<id>/             one folder per stage; stage.json appears when it finished
+    OUT/runs.jsonl               one line per `lab run`: which stages ran and how long
+    OUT/report.md, report.html, results.json, figures/   (the report stage)
+
+A stage is skipped when its stage.json holds the hash it would have now (its settings,
+the hashes of its inputs, the code version). A crash leaves the unfinished stages
+without stage.json, so the next run redoes only those (renders and trainings resume
+from their journals and checkpoints). Independent stages run side by side in worker
+processes, each with `threads` torch threads; renders run one at a time in this
+process with their own bpy workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+
+from comco.data.folder import write_json
+from comco.errors import UserError
+from comco.lab.graph import Stage, build_stages
+from comco.lab.recipe import Recipe
+
+LAB_INFO = "lab.json"
+STAGE_INFO = "stage.json"
+STARTED = "started.json"
+RUNS = "runs.jsonl"
+
+
+def stage_dir(out: Path, stage: Stage) -> Path:
+    return out / "stages" / stage.id
+
+
+def is_done(out: Path, stage: Stage) -> bool:
+    path = stage_dir(out, stage) / STAGE_INFO
+    if not path.is_file():
+        return False
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("hash") == stage.hash
+    except json.JSONDecodeError:
+        return False
+
+
+def prepare_folder(out: Path, recipe: Recipe, *, resume: bool, overwrite: bool) -> str:
+    """Claim OUT for this recipe and scale; refuse a folder that holds something else."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder")
+    info_path = out / LAB_INFO
+    identity = {"recipe": recipe.name, "scale": recipe.scale}
+    state = "new"
+    if info_path.is_file():
+        try:
+            old = json.loads(info_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            old = {}
+        if {k: old.get(k) for k in identity} == identity:
+            state = "same"
+        elif overwrite:
+            state = "overwrite"
+        elif resume:
+            state = "resume"
+        else:
+            raise UserError(f"--out {out} holds the lab run of recipe '{old.get('recipe')}' at scale "
+                            f"'{old.get('scale')}', not '{recipe.name}' at '{recipe.scale}'; pass --resume to "
+                            "reuse its finished stages, --overwrite to replace it, or choose another --out")
+    elif out.is_dir() and any(c.name != ".lock" for c in out.iterdir()):
+        if not overwrite:
+            raise UserError(f"--out {out} is not empty and holds no lab run; pass --overwrite to replace "
+                            "its contents or choose another --out")
+        state = "overwrite"
+    if state == "overwrite":
+        for child in [c for c in out.iterdir() if c.name != ".lock"]:
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(info_path, {**identity, "recipe_path": recipe.path, "recipe_digest": recipe.digest(),
+                           "description": recipe.description})
+    (out / "recipe.toml").write_text(recipe.source, encoding="utf-8")
+    return state
+
+
+def _start(out: Path, stage: Stage) -> Path:
+    """The stage's folder: kept when it holds an unfinished attempt at the same hash (resumable)."""
+    d = stage_dir(out, stage)
+    started = d / STARTED
+    same = started.is_file() and json.loads(started.read_text(encoding="utf-8")).get("hash") == stage.hash
+    if d.exists() and not same:
+        shutil.rmtree(d)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / STAGE_INFO).unlink(missing_ok=True)
+    write_json(started, {"hash": stage.hash})
+    return d
+
+
+def _finish(out: Path, stage: Stage, summary: dict, seconds: float, threads: int) -> None:
+    write_json(stage_dir(out, stage) / STAGE_INFO, {
+        "id": stage.id, "kind": stage.kind, "hash": stage.hash, "config": stage.config, "deps": stage.deps,
+        "seconds": round(seconds, 3), "threads": threads, "finished": time.time(), "summary": summary})
+
+
+def _call(kind: str, config: dict, deps: dict, out: str, threads: int) -> tuple[dict, float]:
+    from comco.lab.stages import execute
+
+    t0 = time.perf_counter()
+    summary = execute(kind, config, deps, out, threads)
+    return summary, time.perf_counter() - t0
+
+
+def _run_report(out: Path, stage: Stage, stages: list[Stage]) -> dict:
+    from comco.lab.report import write_report
+
+    return write_report(out, stage, stages)
+
+
+def run_lab(recipe: Recipe, out: Path, *, resume: bool = False, overwrite: bool = False, jobs: int | None = None,
+            threads: int | None = None, quiet: bool = False, say=None) -> dict:
+    """Run what is not done yet; returns {"ran": [ids], "skipped": [ids], "seconds": {...}}."""
+    out = Path(out)
+    say = say or (lambda _: None)
+    stages = build_stages(recipe)
+    lock = _lock(out)
+    try:
+        return _run_locked(recipe, out, stages, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads,
+                           quiet=quiet, say=say)
+    finally:
+        lock.close()
+
+
+def _lock(out: Path):
+    """One lab run per folder at a time (an advisory lock on OUT/.lock)."""
+    import fcntl
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    handle = open(out / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise UserError(f"--out {out} is in use by another `comco lab run`; wait for it or choose another --out") from None
+    return handle
+
+
+def _run_locked(recipe: Recipe, out: Path, stages: list[Stage], *, resume: bool, overwrite: bool, jobs, threads,
+                quiet: bool, say) -> dict:
+    state = prepare_folder(out, recipe, resume=resume, overwrite=overwrite)
+    cores = os.cpu_count() or 1
+    run = recipe.settings["run"]
+    jobs = jobs or run["jobs"] or cores
+    threads = threads or run["threads"] or max(1, cores // jobs)
+    by_id = {s.id: s for s in stages}
+    done = {s.id for s in stages if is_done(out, s)}
+    todo = [s for s in stages if s.id not in done]
+    skipped = [s.id for s in stages if s.id in done]
+    say(f"lab {recipe.name} ({recipe.scale}) -> {out}: {len(stages)} stages, {len(skipped)} already done, "
+        f"{len(todo)} to run ({jobs} at a time, {threads} thread(s) each)")
+    ran: list[str] = []
+    seconds: dict[str, float] = {}
+    t_run = time.perf_counter()
+    pending = list(todo)
+    running: dict = {}
+    failure: BaseException | None = None
+    from comco.progress import progress
+
+    ctx = _mp_context()
+    pool = (ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init)
+            if any(not s.inline for s in todo) else None)
+    try:
+        with progress(len(todo), "lab", "stages", quiet) as bar:
+            while pending or running:
+                ready = [s for s in pending if all(d in done for d in s.deps.values())]
+                inline = [s for s in ready if s.inline]
+                if inline and not running and failure is None:
+                    # in-process stages run while no worker is busy (renders use every core)
+                    s = inline[0]
+                    pending.remove(s)
+                    d = _start(out, s)
+                    t0 = time.perf_counter()
+                    if s.kind == "report":
+                        summary = _run_report(out, s, stages)
+                    else:
+                        summary, _ = _call(s.kind, s.config, _dep_dirs(out, s, by_id), str(d), threads)
+                    seconds[s.id] = time.perf_counter() - t0
+                    _finish(out, s, summary, seconds[s.id], threads)
+                    done.add(s.id)
+                    ran.append(s.id)
+                    bar.advance()
+                    say(f"  {s.id}: {seconds[s.id]:.1f} s")
+                    continue
+                if failure is None:
+                    for s in [s for s in ready if not s.inline]:
+                        if len(running) >= jobs:
+                            break
+                        pending.remove(s)
+                        d = _start(out, s)
+                        fut = pool.submit(_call, s.kind, s.config, _dep_dirs(out, s, by_id), str(d), threads)
+                        running[fut] = s
+                if not running:
+                    if failure is not None or not pending:
+                        break
+                    blocked = ", ".join(s.id for s in pending[:3])
+                    raise RuntimeError(f"lab stages cannot start (missing inputs): {blocked}")
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    s = running.pop(fut)
+                    try:
+                        summary, secs = fut.result()
+                    except BaseException as exc:  # noqa: BLE001 - let running stages finish, then re-raise
+                        failure = failure or exc
+                        say(f"  {s.id}: failed ({exc.__class__.__name__})")
+                        continue
+                    seconds[s.id] = secs
+                    _finish(out, s, summary, secs, threads)
+                    done.add(s.id)
+                    ran.append(s.id)
+                    bar.advance()
+                    say(f"  {s.id}: {secs:.1f} s")
+                if failure is not None:
+                    pending.clear()
+    except BaseException:
+        # interrupted or failed here: stop the stages in flight too (their folders stay unfinished)
+        if pool is not None:
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        _log_run(out, recipe, state, ran, skipped, seconds, time.perf_counter() - t_run, failure)
+    if failure is not None:
+        raise failure
+    return {"state": state, "ran": ran, "skipped": skipped, "seconds": seconds,
+            "wall_seconds": time.perf_counter() - t_run, "stages": [s.id for s in stages]}
+
+
+def _dep_dirs(out: Path, stage: Stage, by_id: dict) -> dict[str, str]:
+    return {role: str(stage_dir(out, by_id[d])) for role, d in stage.deps.items()}
+
+
+def _worker_init() -> None:
+    """A stage worker ends when the lab process dies (Linux), instead of training on as an orphan."""
+    import signal
+
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _mp_context():
+    import multiprocessing as mp
+
+    # spawn: workers start clean (no inherited locks or threads); torch loads once per worker
+    return mp.get_context("spawn")
+
+
+def _log_run(out: Path, recipe: Recipe, state: str, ran: list, skipped: list, seconds: dict, wall: float,
+             failure) -> None:
+    entry = {"time": time.time(), "recipe": recipe.name, "scale": recipe.scale, "state": state,
+             "ran": ran, "skipped": len(skipped), "seconds": {k: round(v, 2) for k, v in seconds.items()},
+             "wall_seconds": round(wall, 2), "failed": None if failure is None else repr(failure)[:300],
+             "python": sys.version.split()[0]}
+    with open(out / RUNS, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")

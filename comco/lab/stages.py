@@ -1,0 +1,272 @@
+"""What each kind of lab stage does, as calls into the project's own entry points.
+
+`execute(kind, config, deps, out, threads)` runs one stage into its folder `out` and
+returns a JSON summary. `deps` maps a role ("data", "model", "test") to the folder of
+the stage that provides it. torch and bpy load inside the stage functions only.
+
+- render:   comco.render.run.run_render (draft Workbench at low resolution); resumes a
+            render that a crash interrupted.
+- captions: the caption variant of a rendered dataset for one --order-bias p: each
+            record re-planned with p keeps every object, position, light and image,
+            and takes the new mention orders and captions (checked field by field).
+- scratch / finetune / labclip: comco.train.run.run_training (resumes from its checkpoint).
+- probe:    comco.probes.runner.run (TOR, IOR), comco.probes.sensitivity (TOR on summary
+            sentences, text sensitivity) and comco.probes.natural.run (DeBias analyses).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+DATA = "data"  # a stage's dataset lives in OUT/data
+RESULTS = "results.json"
+
+
+def execute(kind: str, config: dict, deps: dict[str, str], out: str, threads: int = 1) -> dict:
+    out_path = Path(out)
+    out_path.mkdir(parents=True, exist_ok=True)
+    dep_paths = {role: Path(p) for role, p in deps.items()}
+    if kind not in ("render", "captions", "report"):
+        _set_threads(threads)
+    fn = {"render": render, "captions": captions, "scratch": scratch, "finetune": finetune,
+          "labclip": labclip, "probe": probe}[kind]
+    return fn(config, dep_paths, out_path)
+
+
+def _set_threads(threads: int) -> None:
+    import torch
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    out = {}
+    for dist in ("bpy", "torch", "open_clip_torch", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def file_sha(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- render
+
+def plan_config(config: dict):
+    from comco.plan.planner import PlanConfig, parse_slots
+
+    return PlanConfig(
+        object_set=config["object_set"], objects=tuple(config["objects"]), n=config["n"], seed=config["seed"],
+        layout=config["layout"], large_slot=parse_slots(config["large_slot"]),
+        resolution=(config["resolution"], config["resolution"]), colors=config["colors"],
+        orders=config["orders"], order_policy="random", order_bias=config.get("order_bias", 0.0),
+        large_fraction=config["large_fraction"], small_fraction=tuple(config["small_fraction"]),
+        captions=tuple(config["captions"]))
+
+
+def render(config: dict, deps: dict, out: Path) -> dict:
+    from comco.data.folder import Dataset
+    from comco.render.run import RenderOptions, run_render
+
+    cfg = plan_config(config)
+    workers = config["workers"] or (os.cpu_count() or 1)
+    opts = RenderOptions(preset=config["preset"], device=config["device"], workers=workers,
+                         singles=config["singles"], threads=1 if config["preset"] == "draft" else 0)
+    summary = run_render(cfg, opts, out / DATA, resume=True, quiet=True)
+    ds = Dataset(out / DATA)
+    return {"images": summary["images"], "singles": summary["singles"], "failed": len(summary["failures"]),
+            "config_hash": ds.info["config_hash"], "scenes_sha256": file_sha(out / DATA / "scenes.jsonl"),
+            "object_set_hash": ds.info["object_set_hash"], "versions": _versions()}
+
+
+# ---------------------------------------------------------------- caption variants
+
+PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
+                    "layout", "large_slot", "camera", "lights")
+
+
+def captions(config: dict, deps: dict, out: Path) -> dict:
+    """The rendered dataset with mention orders and captions re-planned at order bias p."""
+    from comco.data.folder import INFO, SCENES, Dataset, config_hash, write_json, write_jsonl
+    from comco.manifest import load_object_set
+    from comco.plan.planner import PlanConfig, Planner
+
+    base = Dataset(deps["data"] / DATA)
+    info = json.loads(json.dumps(base.info))
+    plan_cfg = {k: v for k, v in info["config"].items() if k != "render"}
+    for k, v in plan_cfg.items():
+        if isinstance(v, list):
+            plan_cfg[k] = tuple(v)
+    plan_cfg["order_bias"] = float(config["order_bias"])
+    cfg = PlanConfig(**plan_cfg)
+    planner = Planner(cfg, load_object_set(cfg.object_set))
+    records, first, largest_first = [], 0, 0
+    for rec in base.records():
+        again = planner.replan(rec["index"], rec["retry"])
+        _check_same_scene(rec, again)
+        new = dict(rec)
+        new["mention_orders"], new["captions"] = again["mention_orders"], again["captions"]
+        records.append(new)
+        large = [o["size_rank"] for o in rec["objects"]].index(0)
+        for order in new["mention_orders"]:
+            first += 1
+            largest_first += order[0] == large
+    data = out / DATA
+    data.mkdir(parents=True, exist_ok=True)
+    link = data / "images"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(os.path.relpath(base.root / "images", data), target_is_directory=True)
+    write_jsonl(data / SCENES, records)
+    info["config"]["order_bias"] = cfg.order_bias
+    info["derived_from"] = {"config_hash": base.info["config_hash"], "root": str(base.root)}
+    info["config_hash"] = config_hash(info["config"], info["object_set_hash"])
+    write_json(data / INFO, info)
+    return {"images": len(records), "order_bias": cfg.order_bias, "captions": first,
+            "largest_first_share": largest_first / max(1, first), "config_hash": info["config_hash"],
+            "scenes_sha256": file_sha(data / SCENES)}
+
+
+def _check_same_scene(rendered: dict, planned: dict) -> None:
+    """Everything that makes the image must match the rendered record."""
+    for key in PLACEMENT_FIELDS:
+        if rendered.get(key) != planned.get(key):
+            raise RuntimeError(f"scene {rendered['id']}: '{key}' changed with the order bias; "
+                               "the planner must draw mention orders from their own stream")
+    strip = lambda objs: [{k: v for k, v in o.items() if k != "measured"} for o in objs]  # noqa: E731
+    if strip(rendered["objects"]) != strip(planned["objects"]):
+        raise RuntimeError(f"scene {rendered['id']}: objects changed with the order bias")
+
+
+# ---------------------------------------------------------------- training
+
+def _train(kind: str, out: Path, data: Path, config: dict, options: dict, **extra) -> dict:
+    from comco.train.run import make_config, run_training
+
+    checkpoint = out / "checkpoint.pt"
+    steps = config["steps"]
+    cfg = make_config(kind, data=str(data), out=str(out), seed=config["seed"], steps=steps,
+                      batch_size=config["batch_size"], lr=config["lr"], device=config["device"],
+                      checkpoint_every=max(1, steps // 3), quiet=True,
+                      resume=str(checkpoint) if checkpoint.is_file() else None, options=options, **extra)
+    t0 = time.perf_counter()
+    summary = run_training(cfg)
+    shutil.rmtree(out / "cache", ignore_errors=True)
+    checkpoint.unlink(missing_ok=True)
+    last = summary.get("last") or {}
+    return {"steps": summary["step"], "loss": last.get("loss"), "train_seconds": time.perf_counter() - t0,
+            "model": "model.pt", "data_config_hash": json.loads((data / "dataset.json").read_text())["config_hash"],
+            **{k: summary[k] for k in ("binding_before", "binding_after", "n_train", "n_test") if k in summary}}
+
+
+def scratch(config: dict, deps: dict, out: Path) -> dict:
+    w, layers = config["width"], config["layers"]
+    options = {"captions": config["captions"], "resolution": config["resolution"],
+               "patch_size": config["patch_size"], "context_length": config["context_length"],
+               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers}
+    return _train("scratch", out, deps["data"] / DATA, config, options, warmup=config["warmup"],
+                  weight_decay=config["weight_decay"], workers=0)
+
+
+def finetune(config: dict, deps: dict, out: Path) -> dict:
+    return _train(config["kind"], out, deps["data"] / DATA, config, dict(config["options"]),
+                  init=f"ckpt:{deps['model'] / 'model.pt'}", warmup=config["warmup"],
+                  weight_decay=config["weight_decay"], workers=0)
+
+
+def labclip(config: dict, deps: dict, out: Path) -> dict:
+    """LABCLIP on a frozen model; the binding probe before (base) and after (with the map)."""
+    from comco.probes.runner import ProbeOptions, run
+
+    base = deps["model"] / "model.pt"
+    summary = _train("labclip", out, deps["data"] / DATA, config, {}, init=f"ckpt:{base}")
+    opts = ProbeOptions(probes=["binding"], n_boot=config["bootstrap"], seed=config["seed"], device=_device(config),
+                        cache_dir=None, plots=False)
+    results = run(deps["data"] / DATA, [(f"ckpt:{base}", None), (f"ckpt:{out / 'model.pt'}", None)], opts, quiet=True)
+    labels = [m["label"] for m in results["models"]]
+    probes = {}
+    for name, label in zip(("before", "after"), labels):
+        stats = results["probes"]["binding"][label][0]["metrics"]["accuracy"]
+        probes[name] = {s["role"]: _stat(s) for s in stats}
+    summary["binding_probe"] = probes
+    return summary
+
+
+def _device(config: dict) -> str:
+    if config.get("device", "auto") != "auto":
+        return config["device"]
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+# ---------------------------------------------------------------- probes
+
+def _stat(s: dict) -> dict:
+    v = s.get("acc", s.get("mean"))
+    return {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "chance": s.get("chance")}
+
+
+def _groups(groups: list[dict]) -> dict:
+    """{n_objects: {"unconditional": [...], "conditional": [...], "kept", "queries"}}."""
+    out = {}
+    for g in groups:
+        out[str(g["n_objects"])] = {
+            "unconditional": [_stat(s) for s in g["metrics"]["unconditional"]],
+            "conditional": [_stat(s) for s in g["metrics"]["conditional"]],
+            "kept": g.get("kept_conditional"), "queries": g.get("queries"), "skipped": g.get("skipped", 0)}
+    return out
+
+
+def probe(config: dict, deps: dict, out: Path) -> dict:
+    from comco.probes.sensitivity import sensitivity, tor_summary
+    from comco.models.factory import load_model
+    from comco.probes.embed import Embedder
+    from comco.probes.probe_data import open_dataset
+    from comco.probes.runner import ProbeOptions, run
+
+    model = f"ckpt:{deps['model'] / 'model.pt'}"
+    test = deps["test"] / DATA
+    device = _device(config)
+    kw = {"n_boot": config["bootstrap"], "seed": config["seed"]}
+    opts = ProbeOptions(probes=["tor", "ior"], templates=config["tor_templates"], batch_size=config["batch_size"],
+                        device=device, cache_dir=None, plots=False, **kw)
+    results = run(test, [(model, None)], opts, quiet=True)
+    label = results["models"][0]["label"]
+    tor_by_template: dict[str, list] = {}
+    for g in results["probes"]["tor"][label]:
+        tor_by_template.setdefault(g["template"], []).append(g)
+    res = {"tor": {t: _groups(gs) for t, gs in tor_by_template.items()},
+           "ior": _groups(results["probes"]["ior"][label]), "test_hash": results["dataset"]["hash"]}
+    data = open_dataset(test)
+    loaded = load_model(model, None, device)
+    emb = Embedder(loaded, cache_dir=None, batch_size=config["batch_size"])
+    res["sensitivity"] = sensitivity(data, emb, "and", **kw)
+    if config["summary"]:
+        res["tor"]["summary"] = _groups(tor_summary(data, emb, **kw))
+    if config["analyses"]:
+        from comco.probes.natural.run import ModelSpec, run_natural_eval
+
+        payload = run_natural_eval("analyses", "comco", test, [ModelSpec(model)], "all", out / "analyses",
+                                   device=device, batch_size=config["batch_size"], cache_dir=None,
+                                   analyses=tuple(config["analyses"]))
+        res["analyses"] = {}
+        for name, entry in payload["models"][0]["analyses"].items():
+            res["analyses"][name] = {
+                "direction": entry["direction"], "n_captions": entry["n_captions"],
+                "variants": {v: {d: {"value": r[d]["R@1"], "lo": r[d]["R@1_ci95"][0], "hi": r[d]["R@1_ci95"][1]}
+                                 for d in ("t2i", "i2t")} for v, r in entry["variants"].items()}}
+    with open(out / RESULTS, "w", encoding="utf-8") as f:
+        json.dump(res, f, indent=1)
+    return {"results": RESULTS}

@@ -1,0 +1,331 @@
+"""The planner: decides everything about every image before Blender runs.
+
+No bpy, seeded per image. A plan is a stream of scene records (see
+docs/dev/contract.md); the renderer only realises them and adds what it measured.
+
+Planning has three parts. Drawing: every random number of an attempt (one image,
+one retry) comes from its own stream, in one go and in a fixed layout, and what
+they decide is worked out for a batch at once (comco/draws.py). Geometry: fitting
+sizes and finding positions for the batch with numpy (comco/placement.py). Records:
+mention orders, captions and the record itself (here). An attempt that cannot be
+placed is drawn again with the next retry's seed in the next batch; for twenty retries
+it keeps its objects.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from comco.plan import captions as cap
+from comco.plan import placement as pl
+from comco.plan.camera import Camera
+from comco.errors import UserError
+from comco.manifest import ObjectSet, ObjectSpec
+from comco.plan.draws import LIGHT_NORMALS, Drawer
+from comco.plan.orders import POLICIES, mention_orders
+from comco.plan.placement import MAX_OBJECTS, PLACEMENT_TRIES, SLOTS
+
+LAYOUTS = ("one-large", "equal", "graded", "realistic")
+SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an axe) may have none that can be large
+BATCH = 1024  # attempts placed together; any size gives the same records
+WINDOW = 4 * BATCH  # records held back at most while an earlier scene still retries
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    object_set: str = "comco"
+    objects: tuple[int, ...] = (2, 3, 4, 5)
+    n: int = 100
+    seed: int = 0
+    layout: str = "one-large"
+    large_slot: tuple[str, ...] = SLOTS
+    resolution: tuple[int, int] = (512, 512)
+    colors: bool = False
+    orders: int = 4
+    order_policy: str = "random"
+    order_bias: float = 0.0
+    large_fraction: float = 0.07
+    small_fraction: tuple[float, float] = (0.005, 0.01)
+    equal_fraction: float = 0.025
+    captions: tuple[str, ...] = ()
+    templates: str | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k, v in d.items():
+            if isinstance(v, tuple):
+                d[k] = list(v)
+        return d
+
+
+class PlanFailure(Exception):
+    """A scene could not be placed; carries the reason."""
+
+
+def parse_counts(text: str) -> tuple[int, ...]:
+    """`3`, `2-5` or `2,4` -> object counts; errors say how to write it."""
+    text = str(text).strip()
+    try:
+        if "-" in text:
+            lo_s, hi_s = text.split("-", 1)
+            lo, hi = int(lo_s), int(hi_s)
+            if lo > hi:
+                raise UserError(f"--objects {text}: the range is backwards; write {hi}-{lo}")
+            counts = tuple(range(lo, hi + 1))
+        else:
+            counts = tuple(sorted({int(t) for t in text.split(",") if t.strip()}))
+    except ValueError:
+        raise UserError(f"--objects {text!r}: give a count (3), a range (2-5) or a list (2,4)") from None
+    if not counts or min(counts) < 1:
+        raise UserError(f"--objects {text}: counts start at 1")
+    if max(counts) > MAX_OBJECTS:
+        raise UserError(f"--objects {text}: at most {MAX_OBJECTS} objects fit the {MAX_OBJECTS} slots")
+    return counts
+
+
+def parse_slots(text: str) -> tuple[str, ...]:
+    if text == "random":
+        return SLOTS
+    slots = tuple(s.strip().upper() for s in text.split(",") if s.strip())
+    bad = [s for s in slots if s not in SLOTS]
+    if bad or not slots:
+        raise UserError(f"--large-slot {text}: use M, UL, UR, BL, BR, a comma list of them, or random")
+    return slots
+
+
+def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
+    if cfg.n <= 0:
+        raise UserError(f"--n {cfg.n}: ask for at least one image")
+    if max(cfg.objects) > len(object_set.objects):
+        raise UserError(f"--objects: {max(cfg.objects)} objects asked but set '{object_set.name}' "
+                        f"has {len(object_set.objects)}")
+    w, h = cfg.resolution
+    if not (0 < w <= 8192 and 0 < h <= 8192):
+        raise UserError(f"--resolution {w}x{h}: use 1..8192 pixels")
+    if cfg.layout not in LAYOUTS:
+        raise UserError(f"--layout {cfg.layout}: use one of {', '.join(LAYOUTS)}")
+    if cfg.order_policy not in POLICIES:
+        raise UserError(f"--order-policy {cfg.order_policy}: use one of {', '.join(POLICIES)}")
+    if not 0.0 <= cfg.order_bias <= 1.0:
+        raise UserError(f"--order-bias {cfg.order_bias}: a probability in 0..1")
+    if cfg.orders < 1:
+        raise UserError(f"--orders {cfg.orders}: at least 1")
+    lo, hi = cfg.small_fraction
+    if not (0 < lo <= hi < 1) or not (0 < cfg.large_fraction < 1):
+        raise UserError("--large-fraction and --small-fraction are image shares in (0, 1)")
+
+
+class Planner:
+    def __init__(self, cfg: PlanConfig, object_set: ObjectSet):
+        check_config(cfg, object_set)
+        self.cfg = cfg
+        self.set = object_set
+        self.camera = Camera.default(*cfg.resolution)
+        self.book = cap.load_templates(cfg.templates)
+        self.templates = self.book.select(list(cfg.captions), cfg.colors)
+        self.captioner = cap.Captioner(self.templates, self.book, object_set)
+        self.placer = pl.Placer(self.camera, object_set.objects)
+        self.drawer = Drawer(cfg, object_set, self.placer)
+        # Rounded once: the record's turn for each whole degree.
+        self._rotation = {d: round(math.radians(d), 5) for d in range(-180, 181)}
+
+    # -- public ---------------------------------------------------------------------
+    def count_for(self, index: int) -> int:
+        """Images are spread evenly (round robin) over the object counts."""
+        return self.drawer.count_for(index)
+
+    def plan(self, index: int, first_retry: int = 0) -> dict:
+        """The record for image `index`; re-planned from derived seeds if it cannot fit.
+
+        `first_retry` > 0 re-plans a scene that the renderer rejected (the retry count
+        is recorded, and the seeds stay derived from the dataset seed and the index).
+        """
+        return next(self._plan_stream([(index, first_retry)]))
+
+    def records(self, start: int = 0, stop: int | None = None) -> Iterator[dict]:
+        stop = self.cfg.n if stop is None else stop
+        return self._plan_stream((i, 0) for i in range(start, stop))
+
+    def records_for(self, indices: Iterable[int]) -> Iterator[dict]:
+        """The records of these images, in this order (planned in batches, as `records`)."""
+        return self._plan_stream((i, 0) for i in indices)
+
+    def replan(self, index: int, retry: int) -> dict:
+        """Exactly attempt `retry` of image `index` (PlanFailure if that attempt does not fit).
+
+        The lab uses it to write new mention orders and captions for rendered images.
+        """
+        drawn = self.drawer.draw([(index, retry)])
+        placed = self._place(drawn)
+        if placed.status[0] != pl.OK:
+            raise PlanFailure(self._reason(drawn, placed, 0))
+        return self._records(drawn, placed, [0])[0]
+
+    def check_large_fraction(self) -> None:
+        """One-large: some object must be able to cover --large-fraction (at the centre,
+        unturned); the others are made smaller where they must, but not all of them."""
+        if self.cfg.layout != "one-large":
+            return
+        count = len(self.set.objects)
+        *_, reached, _ = self.placer.fit(np.arange(count), np.zeros(count, dtype=np.intp), np.full(count, 180),
+                                         np.full(count, self.cfg.large_fraction), clamp_tall=True)
+        if reached.max() < 0.95 * self.cfg.large_fraction:
+            raise UserError(f"cannot place a large object covering --large-fraction {self.cfg.large_fraction} of the "
+                            f"image: no object of '{self.set.name}' covers more than {reached.max():.3f} within the "
+                            f"frame; lower --large-fraction")
+
+    def choose_objects(self, index: int, draw: int = 0) -> list[ObjectSpec]:
+        return [self.set.objects[i] for i in self.drawer.choose_ids(index, draw)]
+
+    # -- planning in batches --------------------------------------------------------
+    def _plan_stream(self, jobs: Iterable[tuple[int, int]]) -> Iterator[dict]:
+        """Records for (index, first retry) jobs, in the jobs' order.
+
+        Attempts are placed BATCH at a time. One that fails is drawn again with the
+        next retry in the next batch, beside new jobs, so that no batch is spent on a
+        handful of hard scenes; records wait until those before them are done.
+        """
+        jobs = iter(jobs)
+        retries: list[tuple[int, int, int, int]] = []  # (job number, index, first retry, retry)
+        done: dict[int, dict] = {}
+        next_job = next_out = 0
+        exhausted = False
+        while retries or not exhausted:
+            todo, retries = retries, []
+            # New jobs wait while one far back still retries: records after it are held
+            # until it is done, and only a window of them may be held.
+            while len(todo) < BATCH and not exhausted and next_job < next_out + WINDOW:
+                job = next(jobs, None)
+                if job is None:
+                    exhausted = True
+                    break
+                todo.append((next_job, job[0], job[1], job[1]))
+                next_job += 1
+            if not todo:
+                break
+            drawn = self.drawer.draw([(index, retry) for _, index, _, retry in todo])
+            placed = self._place(drawn)
+            status = placed.status.tolist()
+            ok = [a for a, s in enumerate(status) if s == pl.OK]
+            for a, rec in zip(ok, self._records(drawn, placed, ok)):
+                done[todo[a][0]] = rec
+            for a, (k, index, first, retry) in enumerate(todo):
+                if status[a] == pl.OK:
+                    continue
+                if retry + 1 - first >= SCENE_RETRIES:
+                    cfg = self.cfg
+                    raise UserError(
+                        f"cannot place {self.count_for(index)} objects in view at --large-fraction "
+                        f"{cfg.large_fraction} / --small-fraction {cfg.small_fraction[0]}-{cfg.small_fraction[1]} "
+                        f"({self._reason(drawn, placed, a)}); lower the fractions or --objects")
+                retries.append((k, index, first, retry + 1))
+            while next_out in done:
+                yield done.pop(next_out)
+                next_out += 1
+
+    def _place(self, drawn) -> pl.Placed:
+        layout = self.cfg.layout
+        return self.placer.place(drawn.ids, drawn.slot, drawn.yaw + 180, drawn.fraction, drawn.ranks, drawn.valid,
+                                 drawn.jitter, one_large=layout == "one-large", keep_ranks=layout != "equal")
+
+    def _reason(self, drawn, placed: pl.Placed, a: int) -> str:
+        code, who = int(placed.status[a]), int(placed.culprit[a])
+        name = self.set.objects[int(drawn.ids[a, max(who, 0)])].name
+        share = float(drawn.fraction[a, max(who, 0)])
+        if code == pl.TOO_TALL:
+            return f"{name} would be too tall to cover {share:.3f} of the image"
+        if code == pl.LOST_RANK:
+            return f"{name} shrunk to fit the frame and lost its size rank"
+        if code == pl.LARGE_TOO_SMALL:
+            return (f"{name} cannot be the large object: it would not cover {pl.LARGE_OVER_SMALL:g} times "
+                    f"the largest small object's share within the frame")
+        return f"{int(drawn.valid[a].sum())} objects did not fit after {PLACEMENT_TRIES} placements"
+
+    # -- records --------------------------------------------------------------------
+    def _records(self, drawn, placed: pl.Placed, rows: list[int]) -> list[dict]:
+        """The scene records of the placed attempts `rows` of a batch."""
+        cfg, objects, looks = self.cfg, self.set.objects, self.drawer.material_names
+        pick = np.asarray(rows, dtype=np.intp)
+        ids, slot, ranks, yaw, material, variant = (v[pick].tolist() for v in (
+            drawn.ids, drawn.slot, drawn.ranks, drawn.yaw, drawn.material, drawn.variant))
+        scale, xs, ys = (np.round(v[pick], 5).tolist() for v in (placed.scale, placed.x, placed.y))
+        fraction = np.round(placed.fraction[pick], 6).tolist()
+        us = placed.u[pick].tolist()
+        lights = _lights_many(drawn.normals[pick])
+        order_numbers = drawn.order_numbers[pick].tolist()
+        out = []
+        for r, a in enumerate(rows):
+            camera = self.camera.to_record()
+            n = len(drawn.colors[a])
+            index, retry = drawn.index[a], drawn.retry[a]
+            objs = [{
+                "name": objects[ids[r][k]].name, "slot": SLOTS[slot[r][k]], "size_rank": ranks[r][k],
+                "scale": scale[r][k], "location": [xs[r][k], ys[r][k], 0.0], "rotation_z": self._rotation[yaw[r][k]],
+                "color": drawn.colors[a][k], "material": looks[material[r][k]], "planned_fraction": fraction[r][k],
+            } for k in range(n)]
+            orders = mention_orders(order_numbers[r], ranks[r][:n], us[r][:n], policy=cfg.order_policy,
+                                    k=cfg.orders, order_bias=cfg.order_bias)
+            record = {
+                "id": f"{index:06d}", "index": index, "seed": drawn.seed[a], "retry": retry,
+                "object_set": self.set.name, "object_set_hash": self.set.hash,
+                "image": f"images/{index:06d}.png", "resolution": list(cfg.resolution),
+                "layout": cfg.layout, "large_slot": SLOTS[slot[r][ranks[r].index(0)]],
+                "camera": camera, "lights": lights[r],
+                "objects": objs, "mention_orders": orders,
+            }
+            record["captions"] = self.captioner.for_record(record, variant[r][:n])
+            out.append(record)
+        return out
+
+    # -- singles --------------------------------------------------------------------
+    def singles(self) -> list[dict]:
+        """One reference record per object (and per colour with --colors), alone at the centre."""
+        w, h = self.cfg.resolution
+        count = len(self.set.objects)
+        ids = np.arange(count)
+        centre = np.zeros(count, dtype=np.intp)  # slot M
+        scale, _, foot_u, foot_v, frac, _ = self.placer.fit(
+            ids, centre, np.full(count, 180), np.full(count, self.cfg.large_fraction), clamp_tall=True)
+        xs, ys = self.camera.ground_points(foot_u, foot_v)
+        out = []
+        for o, s, x, y, f in zip(self.set.objects, scale.tolist(), xs.tolist(), ys.tolist(), frac.tolist()):
+            colors = list(o.allowed_colors(self.set.palette)) if self.cfg.colors else [None]
+            if self.cfg.colors and not o.colorable:
+                colors = colors[:1] or [self.set.default_color]
+            for color in colors:
+                sid = o.name if color is None else f"{o.name}-{color}"
+                out.append({
+                    "id": sid, "name": o.name, "color": color, "image": f"singles/{sid}.png",
+                    "object_set": self.set.name, "object_set_hash": self.set.hash,
+                    "resolution": [w, h], "layout": "single", "large_slot": "M",
+                    "camera": self.camera.to_record(), "lights": _lights_many(np.zeros((1, LIGHT_NORMALS)))[0],
+                    "objects": [{"name": o.name, "slot": "M", "size_rank": 0, "scale": round(s, 5),
+                                 "location": [round(x, 5), round(y, 5), 0.0], "rotation_z": 0.0,
+                                 "color": color, "material": o.material or self.set.materials[0],
+                                 "planned_fraction": round(f, 6)}],
+                    "mention_orders": [[0]],
+                })
+        return out
+
+
+# Key, fill and back area lights around the scene (CLEVR-like): base position,
+# energy and size, jittered per image by normal numbers (sigma 0.5 for positions,
+# 5 % for energies).
+LIGHTS = (("key", (6.0, -6.0, 10.0), 700.0, 6.0), ("fill", (-7.0, -3.0, 6.0), 250.0, 8.0),
+          ("back", (0.0, 9.0, 8.0), 300.0, 6.0))
+
+
+def _lights_many(normals: np.ndarray) -> list[dict]:
+    """The lights of each row of normals (A, 12): per light, 3 for its place, 1 for its energy."""
+    z = normals.reshape(-1, len(LIGHTS), 4)
+    base = np.array([loc for _, loc, _, _ in LIGHTS])
+    energy = np.array([e for _, _, e, _ in LIGHTS])
+    where = np.round(base + 0.5 * z[..., :3], 4).tolist()
+    power = np.round(energy * (1 + 0.05 * z[..., 3]), 2).tolist()
+    return [{**{name: {"location": where[r][i], "energy": power[r][i], "size": size}
+                for i, (name, _, _, size) in enumerate(LIGHTS)}, "world": 0.25}
+            for r in range(len(where))]

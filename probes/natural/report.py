@@ -1,0 +1,218 @@
+"""results.json, Markdown and CSV tables, and PNG plots for `comco eval`.
+
+Measured rows say "measured" and name the protocol; published rows say where they
+come from. Every file is written to a temporary name first, then renamed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+from comco.probes.natural.analyses import ANALYSES
+
+MEASURED = "measured"
+
+
+def atomic_write(path: Path, data: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(tmp, path)
+    return path
+
+
+def pct(value) -> str:
+    return "" if value is None else f"{100 * value:.1f}"
+
+
+def header_lines(payload: dict) -> list[str]:
+    split = payload["split"]
+    skipped = ", ".join(f"{n} {why}" for why, n in split["skipped"].items()) or "none"
+    return [
+        f"benchmark: **{payload['benchmark']}** ({payload['benchmark_about']}), split {split['split']}, "
+        f"{split['n_images']} images, {split['n_captions']} captions",
+        f"protocol: **{payload['protocol']}** = {payload['protocol_about']}",
+        f"left out of the split: {skipped}",
+        "values are % (R@k); measured R@1 with a 95 % bootstrap interval (text queries resampled by image)",
+    ]
+
+
+def markdown_table(columns: list[str], rows: list[dict]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def csv_text(columns: list[str], rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def ci_text(values) -> str:
+    return f"{100 * values[0]:.1f}-{100 * values[1]:.1f}" if values else ""
+
+
+# ---------------------------------------------------------------- retrieval
+
+RETRIEVAL_COLUMNS = ["source", "model", "protocol", "T2I R@1", "T2I R@1 95% CI", "T2I R@5", "T2I R@10",
+                     "I2T R@1", "I2T R@1 95% CI", "I2T R@5", "I2T R@10", "texts", "images"]
+
+
+def retrieval_rows(payload: dict) -> list[dict]:
+    rows = []
+    for model in payload["models"]:
+        r = model["result"]
+        row = {"source": MEASURED, "model": model["label"], "protocol": r["protocol"],
+               "texts": r["n_texts"], "images": r["n_images"]}
+        for d, name in (("t2i", "T2I"), ("i2t", "I2T")):
+            row.update({f"{name} R@{k}": pct(r[d][f"R@{k}"]) for k in (1, 5, 10)})
+            row[f"{name} R@1 95% CI"] = ci_text(r[d].get("R@1_ci95"))
+        rows.append(row)
+    for ref in payload["published"]:
+        rows.append({"source": ref["source"], "model": ref["model"], "protocol": "as published",
+                     "T2I R@1": pct(ref["t2i"]["R@1"]), "I2T R@1": pct(ref["i2t"]["R@1"])})
+    return rows
+
+
+def write_retrieval_report(out: Path, payload: dict) -> list[Path]:
+    rows = retrieval_rows(payload)
+    md = "\n\n".join(["# Retrieval", "\n".join(f"- {line}" for line in header_lines(payload)),
+                      markdown_table(RETRIEVAL_COLUMNS, rows)]) + "\n"
+    written = [atomic_write(out / "results.json", json.dumps(payload, indent=2) + "\n"),
+               atomic_write(out / "retrieval.md", md),
+               atomic_write(out / "retrieval.csv", csv_text(RETRIEVAL_COLUMNS, rows))]
+    bars = {row["model"] + ("" if row["source"] == MEASURED else " (published)"):
+            {"T2I": row["T2I R@1"], "I2T": row["I2T R@1"]} for row in rows}
+    written.append(grouped_bars(out / "retrieval_r1.png", bars, ["T2I", "I2T"],
+                                f"{payload['benchmark']} R@1 (protocol {payload['protocol']})"))
+    return written
+
+
+# ---------------------------------------------------------------- analyses
+
+ANALYSIS_COLUMNS = ["source", "model", "protocol", "analysis", "variant", "direction",
+                    "R@1", "R@1 95% CI", "R@5", "R@10", "captions", "excluded captions"]
+
+
+def analysis_rows(payload: dict) -> list[dict]:
+    rows = []
+    for model in payload["models"]:
+        for name, entry in model["analyses"].items():
+            d = entry["direction"]
+            for variant, r in entry["variants"].items():
+                rows.append({"source": MEASURED, "model": model["label"], "protocol": entry["protocol"],
+                             "analysis": name, "variant": variant, "direction": d,
+                             "R@1": pct(r[d]["R@1"]), "R@1 95% CI": ci_text(r[d].get("R@1_ci95")),
+                             "R@5": pct(r[d]["R@5"]), "R@10": pct(r[d]["R@10"]),
+                             "captions": entry["n_captions"], "excluded captions": entry["excluded_captions"]})
+    for name, refs in payload["published"].items():
+        for ref in refs:
+            for variant, value in ref["r1"].items():
+                rows.append({"source": ref["source"], "model": ref["model"], "protocol": "as published",
+                             "analysis": name, "variant": variant, "direction": ANALYSES[name].direction,
+                             "R@1": pct(value)})
+    return rows
+
+
+def analysis_section(name: str, rows: list[dict]) -> str:
+    analysis = ANALYSES[name]
+    variants = list(analysis.variants)
+    wide: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        if row["analysis"] == name:
+            key = (row["source"], row["model"])
+            wide.setdefault(key, {"source": row["source"], "model": row["model"],
+                                  "captions": row.get("captions", "")})[row["variant"]] = row["R@1"]
+    direction = "text-to-image" if analysis.direction == "t2i" else "image-to-text"
+    return "\n\n".join([f"## {name}: {analysis.title}", f"{direction} R@1, %",
+                        markdown_table(["source", "model", *variants, "captions"], list(wide.values()))])
+
+
+def write_analyses_report(out: Path, payload: dict) -> list[Path]:
+    rows = analysis_rows(payload)
+    names = [n for n in ANALYSES if any(n in m["analyses"] for m in payload["models"])]
+    excluded = [f"{m['label']} {n}: {e['excluded_captions']} captions left out ({e['excluded_because']})"
+                for m in payload["models"] for n, e in m["analyses"].items() if e["excluded_captions"]]
+    excluded += [f"{m['label']} {n}: {e['caveat']['captions']} captions with {e['caveat']['why']}"
+                 for m in payload["models"] for n, e in m["analyses"].items() if e.get("caveat", {}).get("captions")]
+    md = "\n\n".join(["# DeBias-CLIP analyses", "\n".join(f"- {line}" for line in header_lines(payload) + excluded),
+                      *(analysis_section(n, rows) for n in names)]) + "\n"
+    written = [atomic_write(out / "results.json", json.dumps(payload, indent=2) + "\n"),
+               atomic_write(out / "analyses.md", md),
+               atomic_write(out / "analyses.csv", csv_text(ANALYSIS_COLUMNS, rows))]
+    for name in names:
+        series: dict[str, dict] = {}
+        for row in rows:
+            if row["analysis"] == name:
+                label = row["model"] + ("" if row["source"] == MEASURED else " (published)")
+                series.setdefault(label, {})[row["variant"]] = row["R@1"]
+        title = (f"{payload['benchmark']} ({payload['protocol']}): {ANALYSES[name].title} "
+                 f"({ANALYSES[name].direction} R@1)")
+        if name == "padding":
+            written.append(line_plot(out / "padding.png", series, list(ANALYSES[name].variants), title))
+        else:
+            written.append(grouped_bars(out / f"{name}.png", series, list(ANALYSES[name].variants), title))
+    return written
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never a window
+    import matplotlib.pyplot as plt
+
+    return plt, *plt.subplots(figsize=(8, 4.5), dpi=100)
+
+
+def _values(series: dict, groups: list[str]) -> list[float]:
+    return [float(series[g]) if series.get(g) not in (None, "") else float("nan") for g in groups]
+
+
+def grouped_bars(path: Path, series: dict[str, dict], groups: list[str], title: str) -> Path:
+    """One group of bars per variant, one bar per model; published bars hatched."""
+    plt, fig, ax = _figure()
+    width = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series.items()):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        published = label.endswith("(published)")
+        ax.bar(xs, _values(values, groups), width, label=label, hatch="//" if published else None,
+               alpha=0.6 if published else 1.0, edgecolor="black", linewidth=0.5)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylabel("R@1 (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+    return _save(plt, fig, path)
+
+
+def line_plot(path: Path, series: dict[str, dict], xs: list[str], title: str) -> Path:
+    """R@1 against k; published curves dashed."""
+    plt, fig, ax = _figure()
+    ks = [int(x.split("=")[1]) for x in xs]
+    for label, values in series.items():
+        ax.plot(ks, _values(values, xs), marker="o", label=label,
+                linestyle="--" if label.endswith("(published)") else "-")
+    ax.set_xlabel('k (copies of "This is a photo." in front)')
+    ax.set_ylabel("R@1 (%)")
+    ax.set_xticks(ks)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    return _save(plt, fig, path)
+
+
+def _save(plt, fig, path: Path) -> Path:
+    buffer = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return atomic_write(path, buffer.getvalue())
