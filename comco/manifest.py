@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from comco.errors import UserError
+from comco.io import write_text
 
 import comco.assets
 
@@ -275,9 +276,7 @@ def hash_manifest(data: dict, root: Path, objects: list[ObjectSpec]) -> str:
 def write_fills(manifest: Path, fills: dict[str, float]) -> None:
     """Set `fill = X` in each named object's table of a manifest, keeping the rest of the
     text as it is (comments, order). The new text must load before it replaces the file."""
-    import os
     import re
-    import tempfile
 
     manifest = Path(manifest)
     tables: list[list[str]] = [[]]  # the text before the first table, then one list per table
@@ -298,7 +297,4 @@ def write_fills(manifest: Path, fills: dict[str, float]) -> None:
         table.insert(at, f"fill = {fills[name]:.3f}\n")
     text = "".join("".join(t) for t in tables)
     parse_manifest(tomllib.loads(text), manifest.parent, manifest)
-    fd, tmp = tempfile.mkstemp(dir=manifest.parent, prefix=".objects.", suffix=".toml")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, manifest)
+    write_text(manifest, text)

@@ -103,7 +103,7 @@ class Embedder:
         self.stats[f"{kind}_hits"] += len(unique) - len(todo)
         self.stats[f"{kind}_encoded"] += len(todo)
         if todo:
-            advance = self.progress(f"{kind}s", len(todo)) if self.progress else None
+            advance = self.progress(f"embed {kind}s", len(todo)) if self.progress else None
             new = encode([source[k] for k in todo], advance)
             if self.caches:
                 self.caches[kind].store(todo, new)

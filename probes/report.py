@@ -14,7 +14,7 @@ import math
 import re
 from pathlib import Path
 
-from comco.data.folder import atomic_write
+from comco.io import atomic_write
 from comco.report.published import published_rows
 
 TITLES = {

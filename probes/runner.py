@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from comco.errors import UserError
+from comco.progress import progress_group
 
 PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention")
 IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention"}
@@ -137,7 +138,7 @@ def run(dataset: Path | None, models: list[tuple[str, str | None]], opts: ProbeO
         label = model_label(name, pretrained)
         t0 = time.perf_counter()
         loaded = load_model(name, pretrained, device=opts.device)
-        with _progress_factory(quiet) as progress:
+        with progress_group(quiet) as progress:
             emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress)
             for probe in probes:
                 out = _run_one(probe, data, emb, loaded, opts, templates, names, obj_set)
@@ -181,36 +182,3 @@ def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[
             return {}  # not an open_clip class-token ViT: nothing to measure (noted in results)
         return {"attention": attention.attention(data, loaded, batch_size=opts.batch_size, **kw)}
     raise AssertionError(probe)
-
-
-class _progress_factory:
-    """One rich progress display per model; each embedding pass adds a task with rate and ETA."""
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.p = None
-
-    def __enter__(self):
-        if self.quiet:
-            return None
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-
-        class Rate(ProgressColumn):
-            def render(self, task):
-                return f"{task.speed:,.1f}/s" if task.speed else ""
-
-        self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
-                          TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), transient=False)
-        self.p.__enter__()
-
-        def start(label: str, total: int):
-            task = self.p.add_task(f"embed {label}", total=total)
-            return lambda n: self.p.advance(task, n)
-
-        return start
-
-    def __exit__(self, *exc):
-        if self.p is not None:
-            self.p.__exit__(*exc)
-        return False

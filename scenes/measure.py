@@ -16,6 +16,8 @@ import bpy
 import numpy as np
 from PIL import Image
 
+from comco.io import atomic_path
+
 # Pure colours survive any view transform; index = bits (r, g, b) - 1.
 ID_COLORS = [(1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (1, 0, 1), (0, 1, 1), (1, 1, 1)]
 
@@ -111,9 +113,8 @@ def _alone_pixels(scene, live, i: int, path: str) -> int:
 
 def save_mask(labels: np.ndarray, path: str) -> None:
     """Index mask PNG: 0 background, i + 1 for the record's objects[i]."""
-    tmp = path + ".tmp.png"
-    Image.fromarray(labels.astype(np.uint8), mode="L").save(tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        Image.fromarray(labels.astype(np.uint8), mode="L").save(tmp, format="PNG")
 
 
 def scratch_dir() -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import bpy
 
+from comco.io import atomic_path
 from comco.scenes.instancer import ObjectBuildError
 from comco.scenes.parts import join_and_normalize
 
@@ -118,7 +119,5 @@ def _load_blend(path: Path, name: str, spec, normalize: bool = False) -> bpy.typ
 
 
 def _write_cache(ob: bpy.types.Object, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.blend")
-    bpy.data.libraries.write(str(tmp), {ob}, fake_user=True)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        bpy.data.libraries.write(str(tmp), {ob}, fake_user=True)

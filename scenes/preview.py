@@ -13,6 +13,7 @@ import tempfile
 
 from PIL import Image, ImageDraw, ImageFont
 
+from comco.io import atomic_path
 from comco.manifest import load_object_set
 from comco.plan.planner import PlanConfig, Planner
 
@@ -63,9 +64,8 @@ def contact_sheet(items: list[tuple[str, str]], out: str, columns: int | None = 
         x, y = (k % columns) * size, head + (k // columns) * (size + label_h)
         sheet.paste(img, (x, y))
         draw.text((x + 4, y + size + 1), label, fill="black", font=font)
-    tmp = out + ".tmp.png"
-    sheet.save(tmp)
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        sheet.save(tmp, format="PNG")
 
 
 def _font(px: int):

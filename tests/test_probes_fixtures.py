@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from comco.plan.camera import Camera
-from comco.data.folder import INFO, SCENES, SINGLES, read_jsonl, write_json, write_jsonl
+from comco.data.folder import INFO, SCENES, SINGLES
+from comco.io import read_jsonl, write_json, write_jsonl
 from comco.plan.planner import PlanConfig
 from comco.data.writer import run_plan
 

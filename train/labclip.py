@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -22,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from comco.io import atomic_path, write_json
 from comco.errors import UserError
 from comco.train import distributed
 from comco.train.config import TrainConfig
@@ -120,10 +120,8 @@ def embed_triples(loaded, triples: Triples, cache_dir: Path, batch_size: int = 6
             "negative": torch.cat([texts(triples.negatives[i:i + batch_size])
                                    for i in range(0, len(triples.negatives), batch_size)]),
         }
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-    torch.save(out, tmp)
-    tmp.replace(cache)
+    with atomic_path(cache) as tmp:  # DDP ranks may build it side by side: each its own temp file
+        torch.save(out, tmp)
     return out
 
 
@@ -216,5 +214,5 @@ class LabclipTask:
         report = {"binding_before": self.before, "binding_after": after,
                   "n_train": len(self.train_rows), "n_test": len(self.test_rows)}
         if distributed.is_main():
-            (Path(out) / "binding.json").write_text(json.dumps(report, indent=2))
+            write_json(Path(out) / "binding.json", report, sort_keys=False)
         return report

@@ -6,17 +6,17 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import time
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from comco.io import write_json, write_text
 from comco.errors import UserError
+from comco.progress import progress
 from comco.train import distributed
 from comco.train.config import TrainConfig, differing_fields
-from comco.train.progress import Progress
 from comco.train.schedule import step_indices, warmup_cosine
 from comco.train.task import Task
 
@@ -193,7 +193,7 @@ class Trainer:
         metrics_path = self.out / METRICS_NAME
         if distributed.is_main():
             _truncate_metrics(metrics_path, self.step)
-            (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str))
+            write_json(self.out / "config.json", self.cfg.to_dict(), sort_keys=False, default=str)
         stop = self.total_steps
         if self.cfg.stop_after is not None:
             stop = min(stop, self.step + self.cfg.stop_after)
@@ -203,14 +203,14 @@ class Trainer:
         last: dict = {}
         show = distributed.is_main() and not self.cfg.quiet
         try:
-            with Progress(self.cfg.kind, self.total_steps, self.step, enabled=show) as bar, \
+            with progress(self.total_steps, f"train {self.cfg.kind}", "steps", quiet=not show, start=self.step) as bar, \
                     open(metrics_path, "a") if distributed.is_main() else contextlib.nullcontext() as log:
                 while self.step < stop:
                     last = self.train_step(batches)
                     if log is not None and (self.step % self.cfg.log_every == 0 or self.step == stop):
                         log.write(json.dumps({**last, "time": time.time()}) + "\n")
                         log.flush()
-                    bar.update(self.step, last["loss"], last["samples_per_s"])
+                    bar.set(self.step, f"loss {last['loss']:.4f}  {last['samples_per_s']:.1f} samples/s")
                     if self.step % self.cfg.checkpoint_every == 0 and self.step < self.total_steps:
                         self.save(CHECKPOINT_NAME)
         except KeyboardInterrupt:
@@ -233,9 +233,7 @@ def _truncate_metrics(path: Path, step: int) -> None:
     if not path.exists():
         return
     kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in kept))
-    os.replace(tmp, path)
+    write_text(path, "".join(line + "\n" for line in kept))
 
 
 def _close(iterator) -> None:

@@ -9,13 +9,13 @@ module level; the probes (numpy, torch) load when a command runs.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 import typer
 
 from comco.errors import UserError
+from comco.progress import progress_group
 
 app = typer.Typer(help="Evaluate models on natural benchmarks (retrieval, DeBias-CLIP analyses).",
                   no_args_is_help=True)
@@ -40,28 +40,6 @@ def model_specs(models: list[str], pretrained: list[str]) -> list:
     return [ModelSpec(m, None if m.startswith(("hf:", "ckpt:")) else shared) for m in models]
 
 
-@contextmanager
-def embedding_progress(quiet: bool) -> Iterator:
-    """A callback for Embedder: progress(label, total) -> advance(n), drawn with rich."""
-    if quiet:
-        yield None
-        return
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-    from rich.text import Text
-
-    class Rate(ProgressColumn):
-        def render(self, task) -> Text:
-            return Text(f"{task.speed:,.1f}/s" if task.speed else "")
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
-                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()) as bar:
-        def start(label: str, total: int):
-            task = bar.add_task(f"embed {label}", total=total)
-            return lambda n: bar.advance(task, n)
-        yield start
-
-
 def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: list[str], protocol: str,
         out: Path, device: str | None, batch_size: int, cache: Path | None, no_cache: bool, quiet: bool,
         analyses: str = "") -> None:
@@ -75,7 +53,7 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
 
             device = "cuda" if torch.cuda.is_available() else "cpu"
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
-        with embedding_progress(quiet) as progress:
+        with progress_group(quiet) as progress:
             run_natural_eval(kind, benchmark, root, model_specs(models, pretrained), protocol, out,
                              device=device, batch_size=batch_size,
                              cache_dir=None if no_cache else (cache or DEFAULT_CACHE),

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterable, Iterator
-
-import orjson
+from typing import Iterable, Iterator
 
 from comco import GENERATOR, PLAN_VERSION, __version__
 from comco.errors import UserError
+from comco.io import read_jsonl
 
 INFO = "dataset.json"
 SCENES = "scenes.jsonl"
@@ -28,60 +25,10 @@ METADATA = "metadata.jsonl"
 FAILURES = "failures.jsonl"
 
 
-def dumps(record: dict) -> str:
-    """One compact JSON line. orjson: 4x faster than json on scene records, which
-    matters when 10^5 are planned; numpy scalars are written as numbers."""
-    return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-
-
 def config_hash(config: dict, object_set_hash: str) -> str:
     blob = json.dumps({"config": config, "object_set_hash": object_set_hash, "plan_version": PLAN_VERSION},
                       sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-@contextmanager
-def atomic_write(path: Path, mode: str = "w") -> Iterator[IO]:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; datasets are shared read-only
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json(path: Path, obj: dict) -> None:
-    with atomic_write(path) as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-
-
-def write_jsonl(path: Path, records: Iterable[dict]) -> int:
-    n = 0
-    with atomic_write(path) as f:
-        for r in records:
-            f.write(dumps(r) + "\n")
-            n += 1
-    return n
-
-
-def read_jsonl(path: Path) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield orjson.loads(line)
-                except json.JSONDecodeError:
-                    raise UserError(f"{path}:{line_no}: not valid JSON; the file is corrupt "
-                                    f"(re-run the command that made it)") from None
 
 
 def make_info(config: dict, object_set_name: str, object_set_hash: str, counts: dict) -> dict:

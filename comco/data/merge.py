@@ -11,8 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
-from comco.data.folder import (FAILURES, INFO, METADATA, SCENES, SINGLES, config_hash, metadata_rows, read_jsonl,
-                           write_json, write_jsonl)
+from comco.data.folder import FAILURES, INFO, METADATA, SCENES, SINGLES, config_hash, metadata_rows
+from comco.io import read_jsonl, write_json, write_jsonl
 from comco.errors import UserError
 
 

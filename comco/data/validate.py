@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from comco.data.folder import INFO, SCENES, SINGLES, read_jsonl
+from comco.data.folder import INFO, SCENES, SINGLES
+from comco.io import read_jsonl
 from comco.errors import UserError
 from comco.plan.planner import SLOTS
 

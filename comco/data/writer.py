@@ -12,8 +12,8 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
-from comco.data.folder import (INFO, SCENES, SINGLES, atomic_write, check_writable, dumps, make_info,
-                           prepare_out, write_json, write_jsonl)
+from comco.data.folder import INFO, SCENES, SINGLES, check_writable, make_info, prepare_out
+from comco.io import atomic_write, dumps, write_json, write_jsonl
 from comco.errors import UserError
 from comco.manifest import load_object_set
 from comco.plan.planner import PlanConfig, Planner

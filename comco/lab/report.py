@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from comco import __version__
-from comco.data.folder import atomic_write
+from comco.io import atomic_write
 
 FIGURES = "figures"
 # two-sided 95 % Student t quantiles by degrees of freedom

@@ -24,7 +24,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
-from comco.data.folder import write_json
+from comco.io import write_json, write_text
 from comco.errors import UserError
 from comco.lab.graph import Stage, build_stages
 from comco.lab.recipe import Recipe
@@ -83,7 +83,7 @@ def prepare_folder(out: Path, recipe: Recipe, *, resume: bool, overwrite: bool) 
     out.mkdir(parents=True, exist_ok=True)
     write_json(info_path, {**identity, "recipe_path": recipe.path, "recipe_digest": recipe.digest(),
                            "description": recipe.description})
-    (out / "recipe.toml").write_text(recipe.source, encoding="utf-8")
+    write_text(out / "recipe.toml", recipe.source)
     return state
 
 

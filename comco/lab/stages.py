@@ -23,6 +23,8 @@ import shutil
 import time
 from pathlib import Path
 
+from comco.io import write_json, write_jsonl
+
 DATA = "data"  # a stage's dataset lives in OUT/data
 RESULTS = "results.json"
 
@@ -98,7 +100,7 @@ PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_ha
 
 def captions(config: dict, deps: dict, out: Path) -> dict:
     """The rendered dataset with mention orders and captions re-planned at order bias p."""
-    from comco.data.folder import INFO, SCENES, Dataset, config_hash, write_json, write_jsonl
+    from comco.data.folder import INFO, SCENES, Dataset, config_hash
     from comco.manifest import load_object_set
     from comco.plan.planner import PlanConfig, Planner
 
@@ -267,6 +269,5 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
                 "direction": entry["direction"], "n_captions": entry["n_captions"],
                 "variants": {v: {d: {"value": r[d]["R@1"], "lo": r[d]["R@1_ci95"][0], "hi": r[d]["R@1_ci95"][1]}
                                  for d in ("t2i", "i2t")} for v, r in entry["variants"].items()}}
-    with open(out / RESULTS, "w", encoding="utf-8") as f:
-        json.dump(res, f, indent=1)
+    write_json(out / RESULTS, res, indent=1, sort_keys=False)
     return {"results": RESULTS}

@@ -29,13 +29,13 @@ normalise(normalise(f) @ text_map.T).
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from comco.errors import UserError
+from comco.io import atomic_path, file_digest, folder_digest
 
 CHECKPOINT_FORMAT = "comco-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -271,7 +271,7 @@ def _load_hf(path: Path, device: str) -> LoadedModel:
         raise UserError(f"{path} has no tokenizer files; save the tokenizer there too "
                         "(tokenizer.save_pretrained(DIR))") from None
     context_length = int(model.config.text_config.max_position_embeddings)
-    identity = f"hf/{model_type}/{_folder_digest(path)}"
+    identity = f"hf/{model_type}/{folder_digest(path)}"
 
     def tokenize(texts):
         out = tok(texts, padding="max_length", truncation=True, max_length=context_length, return_tensors="pt")
@@ -398,10 +398,8 @@ def save_checkpoint(path: str | Path, *, kind: str, model, model_spec: dict, ext
         "config": extra.pop("config", {}), "step": int(extra.pop("step", 0)), **extra,
     }
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
     return path
 
 
@@ -467,23 +465,3 @@ def _load_ckpt(path: Path, device: str) -> LoadedModel:
         text_map = text_map.float().to(device)
     identity = f"ckpt/{ckpt['kind']}/{file_digest(path)}"
     return _wrap_open_clip(f"ckpt:{path}", None, identity, model, preprocess, tokenizer, device, text_map)
-
-
-# ---------------------------------------------------------------- hashing
-
-
-def file_digest(path: Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return "sha256-" + h.hexdigest()[:20]
-
-
-def _folder_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(path.iterdir()):
-        if p.is_file():
-            h.update(p.name.encode())
-            h.update(file_digest(p).encode())
-    return "sha256-" + h.hexdigest()[:20]

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from comco.data.folder import (FAILURES, INFO, METADATA, SCENES, SINGLES, check_writable, dumps, metadata_rows,
-                           prepare_out, write_json, write_jsonl)
+from comco.data.folder import FAILURES, INFO, METADATA, SCENES, SINGLES, check_writable, metadata_rows, prepare_out
+from comco.io import dumps, write_json, write_jsonl
 from comco.errors import UserError
 from comco.data.writer import dataset_info, make_planner
 from comco.plan.planner import PlanConfig, Planner

@@ -9,20 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 
+from comco.io import write_text
 from comco.probes.natural.analyses import ANALYSES
 
 MEASURED = "measured"
-
-
-def atomic_write(path: Path, data: bytes | str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    os.replace(tmp, path)
-    return path
 
 
 def pct(value) -> str:
@@ -85,9 +77,9 @@ def write_retrieval_report(out: Path, payload: dict) -> list[Path]:
     rows = retrieval_rows(payload)
     md = "\n\n".join(["# Retrieval", "\n".join(f"- {line}" for line in header_lines(payload)),
                       markdown_table(RETRIEVAL_COLUMNS, rows)]) + "\n"
-    written = [atomic_write(out / "results.json", json.dumps(payload, indent=2) + "\n"),
-               atomic_write(out / "retrieval.md", md),
-               atomic_write(out / "retrieval.csv", csv_text(RETRIEVAL_COLUMNS, rows))]
+    written = [write_text(out / "results.json", json.dumps(payload, indent=2) + "\n"),
+               write_text(out / "retrieval.md", md),
+               write_text(out / "retrieval.csv", csv_text(RETRIEVAL_COLUMNS, rows))]
     bars = {row["model"] + ("" if row["source"] == MEASURED else " (published)"):
             {"T2I": row["T2I R@1"], "I2T": row["I2T R@1"]} for row in rows}
     written.append(grouped_bars(out / "retrieval_r1.png", bars, ["T2I", "I2T"],
@@ -144,9 +136,9 @@ def write_analyses_report(out: Path, payload: dict) -> list[Path]:
                  for m in payload["models"] for n, e in m["analyses"].items() if e.get("caveat", {}).get("captions")]
     md = "\n\n".join(["# DeBias-CLIP analyses", "\n".join(f"- {line}" for line in header_lines(payload) + excluded),
                       *(analysis_section(n, rows) for n in names)]) + "\n"
-    written = [atomic_write(out / "results.json", json.dumps(payload, indent=2) + "\n"),
-               atomic_write(out / "analyses.md", md),
-               atomic_write(out / "analyses.csv", csv_text(ANALYSIS_COLUMNS, rows))]
+    written = [write_text(out / "results.json", json.dumps(payload, indent=2) + "\n"),
+               write_text(out / "analyses.md", md),
+               write_text(out / "analyses.csv", csv_text(ANALYSIS_COLUMNS, rows))]
     for name in names:
         series: dict[str, dict] = {}
         for row in rows:
@@ -215,4 +207,4 @@ def _save(plt, fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(buffer, format="png")
     plt.close(fig)
-    return atomic_write(path, buffer.getvalue())
+    return write_text(path, buffer.getvalue())
