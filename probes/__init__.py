@@ -1,0 +1,10 @@
+"""Everything that measures a model: embedding with caches, TOR, IOR, I2TOR, matching,
+TOC/IOC, binding, attention, text sensitivity; natural benchmarks in `natural`."""
+
+from comco.lazy import door
+
+__getattr__, __dir__, __all__ = door(__name__, {
+    "PROBES": "runner", "ProbeOptions": "runner", "parse_probes": "runner", "run_probes": "runner",
+    "write_reports": "report", "Embedder": "embed", "DEFAULT_CACHE": "embed", "open_dataset": "probe_data",
+    "sensitivity": "sensitivity", "tor_summary": "sensitivity",
+})

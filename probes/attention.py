@@ -15,7 +15,7 @@ import numpy as np
 
 from comco.errors import UserError
 from comco.probes.embed import load_image_tensor
-from comco.probes.probe_data import measured_ranks
+from comco.record import measured_ranks
 from comco.probes.retrieval import size_labels
 from comco.probes.stats import mean_with_interval
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 import numpy as np
 
 from comco.probes import texts
-from comco.probes.probe_data import measured_ranks
+from comco.record import measured_ranks
 from comco.probes.retrieval import cosine, role_retrieval, size_labels
 
 SLOT_ORDER = ["M", "UL", "UR", "BL", "BR"]

@@ -17,7 +17,7 @@ from collections import defaultdict
 import numpy as np
 
 from comco.probes import texts
-from comco.probes.probe_data import measured_ranks
+from comco.record import measured_ranks
 from comco.probes.stats import accuracy
 
 SCENARIOS = ("scenario 1", "scenario 2")

@@ -80,13 +80,3 @@ def gallery_names(info: dict, records: list[dict]):
         return list(s.names), forms, s
     names = sorted({o["name"] for r in records for o in r["objects"]})
     return names, {}, s
-
-
-def measured_ranks(record: dict) -> list[int]:
-    """Size rank of each object from measured pixels (0 = largest); planned rank breaks ties."""
-    objs = record["objects"]
-    key = [(-(o.get("measured") or {}).get("pixels", 0), o["size_rank"], i) for i, o in enumerate(objs)]
-    ranks = [0] * len(objs)
-    for r, (_, _, i) in enumerate(sorted(key)):
-        ranks[i] = r
-    return ranks

@@ -98,7 +98,7 @@ def default_templates(data) -> list[str]:
     return seen
 
 
-def run(dataset: Path | None, models: list[tuple[str, str | None]], opts: ProbeOptions, *,
+def run_probes(dataset: Path | None, models: list[tuple[str, str | None]], opts: ProbeOptions, *,
         object_set: str | None = None, quiet: bool = True) -> dict:
     from comco import GENERATOR
     from comco.models.factory import load_model

@@ -15,7 +15,6 @@ from mathutils import Vector
 from comco.scenes.materials import make_material
 
 GROUND_RGB = (0.8, 0.8, 0.8)  # ComCO's light-grey floor
-PRESETS = ("draft", "cycles", "high", "eevee")
 
 
 def reset() -> None:

@@ -13,7 +13,8 @@ from comco.plan.planner import PlanConfig, Planner
 from comco.probes import texts
 from comco.probes.ior import i2tor, ior
 from comco.probes.matching import matching, scenario_captions
-from comco.probes.probe_data import ProbeData, measured_ranks
+from comco.probes.probe_data import ProbeData
+from comco.record import measured_ranks
 from comco.report.published import published_rows
 from comco.probes.report import csv_text, markdown, tables
 from comco.probes.retrieval import role_retrieval

@@ -212,7 +212,7 @@ def box_records(tmp_path, resolution, n=6):
 ])
 def test_attention_mass_per_size_rank_on_planted_maps(tmp_path, image_size, resize_mode, resolution):
     from comco.probes.attention import attention
-    from comco.probes.probe_data import measured_ranks
+    from comco.record import measured_ranks
 
     loaded = tiny_vit_model(image_size, resize_mode)
     data = box_records(tmp_path, resolution)

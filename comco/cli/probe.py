@@ -48,7 +48,7 @@ def probe(
     from comco.plan.planner import parse_counts
     from comco.probes.embed import DEFAULT_CACHE
     from comco.probes.report import write_reports
-    from comco.probes.runner import ProbeOptions, parse_probes, run
+    from comco.probes.runner import ProbeOptions, parse_probes, run_probes
 
     if not model:
         raise UserError("give at least one --model (e.g. --model ViT-B-32 --pretrained openai); see --list-models")
@@ -67,7 +67,7 @@ def probe(
         tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
         cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
         test_fraction=test_fraction, limit=limit, plots=not no_plots)
-    results = run(dataset, list(zip(model, tags)), opts, object_set=object_set, quiet=quiet)
+    results = run_probes(dataset, list(zip(model, tags)), opts, object_set=object_set, quiet=quiet)
     written = write_reports(out, results, plots=opts.plots)
     if not quiet:
         for m in results["models"]:

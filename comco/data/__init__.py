@@ -1,0 +1,15 @@
+"""Dataset folders: read (`Dataset`), write a plan (`run_plan`), validate, merge shards.
+
+A folder holds dataset.json, scenes.jsonl (see comco.record), images/, singles/ and the
+Hugging Face metadata.jsonl; the file names are the constants below.
+"""
+
+from comco.lazy import door
+
+__getattr__, __dir__, __all__ = door(__name__, {
+    "Dataset": "folder", "INFO": "folder", "SCENES": "folder", "SINGLES": "folder", "METADATA": "folder",
+    "FAILURES": "folder", "config_hash": "folder", "make_info": "folder", "prepare_out": "folder",
+    "check_writable": "folder", "metadata_rows": "folder",
+    "run_plan": "writer", "write_plan": "writer", "make_planner": "writer", "dataset_info": "writer",
+    "validate_dataset": "validate", "merge_shards": "merge",
+})

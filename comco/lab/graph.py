@@ -18,20 +18,23 @@ from pathlib import Path
 from comco import __version__
 from comco.lab.recipe import Recipe
 
-# The code each kind of stage runs: modules (a package means every .py under it) and data files.
-_RENDER_CODE = ("comco.plan.planner", "comco.plan.orders", "comco.plan.captions", "comco/captions.toml", "comco.plan.camera",
-                "comco.manifest", "comco.data.writer", "comco.render.run", "comco.render.checks", "comco.data.folder",
-                "comco.plan.rng", "comco.scenes")
-_TRAIN_CODE = ("comco.train", "comco.models.factory", "comco.data.folder")
-_PROBE_CODE = ("comco.probes", "comco.models.factory", "comco.data.folder", "comco.probes.sensitivity")
+# The code each kind of stage runs, as whole packages (every .py and .toml under them;
+# "comco" alone means the core modules directly in comco/), so that no module a stage
+# imports can change without the stage running again. tests/test_lab_digest.py checks
+# that every module a stage can import is covered.
+_CORE = ("comco", "comco.assets")
+_RENDER_CODE = _CORE + ("comco.plan", "comco.data", "comco.render", "comco.scenes")
+_MODEL_CODE = _CORE + ("comco.plan", "comco.data", "comco.models", "comco.probes", "comco.report")
+_TRAIN_CODE = _MODEL_CODE + ("comco.train",)
 CODE = {
     "render": _RENDER_CODE,
-    "captions": _RENDER_CODE[:-1],
+    "captions": _CORE + ("comco.plan", "comco.data"),
     "scratch": _TRAIN_CODE,
     "finetune": _TRAIN_CODE,
-    "labclip": _TRAIN_CODE + _PROBE_CODE,
-    "probe": _PROBE_CODE,
-    "report": ("comco.lab.report", "comco.lab.recipe"),
+    "labclip": _TRAIN_CODE,
+    "probe": _TRAIN_CODE,  # the analyses run through the natural-benchmark code the trainers share
+    # the report reads every stage's results; it takes seconds, so any change redoes it
+    "report": _TRAIN_CODE + ("comco.lab", "comco.render", "comco.scenes"),
 }
 # Stages that run inside the lab's own process: renders bring their own worker pool and
 # use every core; the others are pure Python and take seconds.
@@ -51,28 +54,30 @@ class Stage:
         return self.kind in INLINE
 
 
-def _files(module: str) -> list[Path]:
-    """Source files of a module name ('comco.train') or a data file ('comco/captions.toml')."""
-    if "/" in module:
-        pkg, _, name = module.partition("/")
-        spec = importlib.util.find_spec(pkg)
-        return [Path(list(spec.submodule_search_locations)[0]) / name]
-    spec = importlib.util.find_spec(module)
-    if spec is None:
-        return []
-    if spec.submodule_search_locations:
-        return sorted(p for d in spec.submodule_search_locations for p in Path(d).rglob("*.py"))
-    return [Path(spec.origin)]
+def _files(package: str) -> list[Path]:
+    """Source and data files of a package ("comco" alone: only the core modules beside
+    comco/__init__.py, not its subpackages)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"{package} is not a package")
+    folders = [Path(d) for d in spec.submodule_search_locations]
+    if package == "comco":
+        return sorted(p for d in folders for p in d.glob("*.py"))
+    return sorted(p for d in folders for p in d.rglob("*") if p.suffix in (".py", ".toml") and p.is_file())
+
+
+def code_files(kind: str) -> list[Path]:
+    """Every file whose content is in the digest of a kind of stage."""
+    stages = Path(importlib.util.find_spec("comco.lab.stages").origin)
+    return sorted({p for package in CODE[kind] for p in _files(package)} | {stages})
 
 
 @lru_cache(maxsize=None)
 def code_digest(kind: str) -> str:
     h = hashlib.sha256(__version__.encode())
-    for module in CODE[kind] + ("comco.lab.stages",):
-        for path in _files(module):
-            if path.is_file():
-                h.update(path.name.encode())
-                h.update(path.read_bytes())
+    for path in code_files(kind):
+        h.update(f"{path.parent.name}/{path.name}".encode())  # not the checkout's place: runs move
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from comco.errors import UserError
+from comco.record import LAYOUTS, PRESETS
 
 SCALES = ("smoke", "small", "full")
 STAGES = ("render", "captions", "scratch", "probe", "finetune", "analyses", "labclip", "report")
@@ -27,8 +28,6 @@ STAGE_NEEDS = {"captions": ("render",), "scratch": ("captions",), "probe": ("scr
                "finetune": ("scratch",), "analyses": ("probe",), "labclip": ("scratch",)}
 FINETUNE_KINDS = ("longclip", "debias")
 ANALYSES = ("padding", "order", "summary")
-PRESETS = ("draft", "cycles", "high", "eevee")
-LAYOUTS = ("one-large", "equal", "graded", "realistic")
 DEVICES = ("auto", "cpu", "cuda")
 
 

@@ -10,7 +10,7 @@ the stage that provides it. torch and bpy load inside the stage functions only.
             record re-planned with p keeps every object, position, light and image,
             and takes the new mention orders and captions (checked field by field).
 - scratch / finetune / labclip: comco.train.run.run_training (resumes from its checkpoint).
-- probe:    comco.probes.runner.run (TOR, IOR), comco.probes.sensitivity (TOR on summary
+- probe:    comco.probes.run_probes (TOR, IOR), comco.probes.sensitivity (TOR on summary
             sentences, text sensitivity) and comco.probes.natural.run (DeBias analyses).
 """
 
@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from comco.io import write_json, write_jsonl
+from comco.record import PLACEMENT_FIELDS
 
 DATA = "data"  # a stage's dataset lives in OUT/data
 RESULTS = "results.json"
@@ -94,8 +95,6 @@ def render(config: dict, deps: dict, out: Path) -> dict:
 
 # ---------------------------------------------------------------- caption variants
 
-PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
-                    "layout", "large_slot", "camera", "lights")
 
 
 def captions(config: dict, deps: dict, out: Path) -> dict:
@@ -189,13 +188,13 @@ def finetune(config: dict, deps: dict, out: Path) -> dict:
 
 def labclip(config: dict, deps: dict, out: Path) -> dict:
     """LABCLIP on a frozen model; the binding probe before (base) and after (with the map)."""
-    from comco.probes.runner import ProbeOptions, run
+    from comco.probes import ProbeOptions, run_probes
 
     base = deps["model"] / "model.pt"
     summary = _train("labclip", out, deps["data"] / DATA, config, {}, init=f"ckpt:{base}")
     opts = ProbeOptions(probes=["binding"], n_boot=config["bootstrap"], seed=config["seed"], device=_device(config),
                         cache_dir=None, plots=False)
-    results = run(deps["data"] / DATA, [(f"ckpt:{base}", None), (f"ckpt:{out / 'model.pt'}", None)], opts, quiet=True)
+    results = run_probes(deps["data"] / DATA, [(f"ckpt:{base}", None), (f"ckpt:{out / 'model.pt'}", None)], opts, quiet=True)
     labels = [m["label"] for m in results["models"]]
     probes = {}
     for name, label in zip(("before", "after"), labels):
@@ -236,7 +235,7 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     from comco.models.factory import load_model
     from comco.probes.embed import Embedder
     from comco.probes.probe_data import open_dataset
-    from comco.probes.runner import ProbeOptions, run
+    from comco.probes import ProbeOptions, run_probes
 
     model = f"ckpt:{deps['model'] / 'model.pt'}"
     test = deps["test"] / DATA
@@ -244,7 +243,7 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     kw = {"n_boot": config["bootstrap"], "seed": config["seed"]}
     opts = ProbeOptions(probes=["tor", "ior"], templates=config["tor_templates"], batch_size=config["batch_size"],
                         device=device, cache_dir=None, plots=False, **kw)
-    results = run(test, [(model, None)], opts, quiet=True)
+    results = run_probes(test, [(model, None)], opts, quiet=True)
     label = results["models"][0]["label"]
     tor_by_template: dict[str, list] = {}
     for g in results["probes"]["tor"][label]:

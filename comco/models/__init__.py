@@ -1,0 +1,9 @@
+"""The one model factory: open_clip names and weights, transformers folders (`hf:DIR`) and
+comco's own checkpoints (`ckpt:PATH`), all behind `load_model`. torch loads on first use."""
+
+from comco.lazy import door
+
+__getattr__, __dir__, __all__ = door(__name__, {
+    "LoadedModel": "factory", "load_model": "factory", "list_models": "factory",
+    "save_checkpoint": "factory", "load_checkpoint": "factory", "build_open_clip": "factory",
+})

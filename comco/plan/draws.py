@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from comco.record import MAX_OBJECTS, SLOTS
 from comco.manifest import ObjectSet
 from comco.plan.orders import draws_needed
-from comco.plan.placement import (LARGE_OVER_SMALL, MAX_OBJECTS, PLACEMENT_TRIES, REF_FRACTION, SLOT_JITTER, SLOTS,
+from comco.plan.placement import (LARGE_OVER_SMALL, PLACEMENT_TRIES, REF_FRACTION, SLOT_JITTER,
                              size_ranks)
 from comco.plan.rng import Reseedable, image_seed
 

@@ -22,11 +22,10 @@ import numpy as np
 
 from comco.plan.camera import Camera, silhouette_area
 from comco.manifest import ObjectSpec
+from comco.record import MAX_OBJECTS
 
-SLOTS = ("M", "UL", "UR", "BL", "BR")
 # Slot centres in normalised image coordinates (u right, v down).
 SLOT_UV = {"M": (0.5, 0.5), "UL": (0.2, 0.2), "UR": (0.8, 0.2), "BL": (0.2, 0.8), "BR": (0.8, 0.8)}
-MAX_OBJECTS = len(SLOTS)
 # An object covers about this share of the outline of its bounding box, unless its
 # manifest says how much (`fill`, measured by `comco objects calibrate`). Only the
 # planned sizes depend on it; the renderer measures the real ones.

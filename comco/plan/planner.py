@@ -24,12 +24,12 @@ from comco.plan import captions as cap
 from comco.plan import placement as pl
 from comco.plan.camera import Camera
 from comco.errors import UserError
+from comco.record import LAYOUTS, MAX_OBJECTS, SLOTS
 from comco.manifest import ObjectSet, ObjectSpec
 from comco.plan.draws import LIGHT_NORMALS, Drawer
 from comco.plan.orders import POLICIES, mention_orders
-from comco.plan.placement import MAX_OBJECTS, PLACEMENT_TRIES, SLOTS
+from comco.plan.placement import PLACEMENT_TRIES
 
-LAYOUTS = ("one-large", "equal", "graded", "realistic")
 SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an axe) may have none that can be large
 BATCH = 1024  # attempts placed together; any size gives the same records
 WINDOW = 4 * BATCH  # records held back at most while an earlier scene still retries

@@ -1,0 +1,9 @@
+"""The render run: plans scenes, drives a pool of Blender worker processes (each imports
+bpy; this package never does), checks what they measured and writes the dataset."""
+
+from comco.lazy import door
+
+__getattr__, __dir__, __all__ = door(__name__, {
+    "RenderOptions": "run", "run_render": "run", "parse_shard": "run", "DEVICES": "run",
+    "check_rendered": "checks", "coco_annotations": "coco",
+})

@@ -28,13 +28,3 @@ def check_rendered(record: dict, min_pixels: int, min_visible: float) -> str | N
         if planned != measured_order:
             return "measured size ranks differ from the planned ones"
     return None
-
-
-def measured_ranks(record: dict) -> list[int]:
-    """Size rank of each object by measured pixels (0 = largest)."""
-    objs = record["objects"]
-    order = sorted(range(len(objs)), key=lambda i: (-objs[i]["measured"]["pixels"], i))
-    ranks = [0] * len(objs)
-    for r, i in enumerate(order):
-        ranks[i] = r
-    return ranks

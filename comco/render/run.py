@@ -25,6 +25,7 @@ from pathlib import Path
 from comco.data.folder import FAILURES, INFO, METADATA, SCENES, SINGLES, check_writable, metadata_rows, prepare_out
 from comco.io import dumps, write_json, write_jsonl
 from comco.errors import UserError
+from comco.record import PRESETS
 from comco.data.writer import dataset_info, make_planner
 from comco.plan.planner import PlanConfig, Planner
 from comco.progress import progress
@@ -36,7 +37,6 @@ COCO = "annotations.json"
 
 class DiskFull(Exception):
     """A worker could not write an image: no space left on the device."""
-PRESETS = ("draft", "cycles", "high", "eevee")
 DEVICES = ("cpu", "cuda", "optix")
 
 

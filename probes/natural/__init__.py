@@ -1,0 +1,8 @@
+"""Natural retrieval benchmarks (COCO, Flickr30k, Urban1k, DOCCI, DCI, comco folders) in
+their real file formats, recall with intervals, and the DeBias-CLIP analyses."""
+
+from comco.lazy import door
+
+__getattr__, __dir__, __all__ = door(__name__, {
+    "ModelSpec": "run", "run_natural_eval": "run", "check_options": "run",
+})

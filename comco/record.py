@@ -1,0 +1,110 @@
+"""The scene record: the contract between the planner, the renderer and the probes.
+
+One JSON object per image in `scenes.jsonl` (and one per reference render in
+`singles/singles.jsonl`). The planner writes every field but `measured`; the renderer
+adds `measured` to each object; the probes read everything they need from here (which
+object is largest, which is mentioned first) and never from file names.
+
+The types below are `TypedDict`s: records stay plain dicts (JSON in, JSON out), and
+the field names live in one place. The vocabulary (slots, layouts, the fields a
+caption re-plan must keep) is defined here and imported everywhere else.
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+# Image-space slots: centre, upper-left, upper-right, bottom-left, bottom-right.
+SLOTS = ("M", "UL", "UR", "BL", "BR")
+MAX_OBJECTS = len(SLOTS)
+LAYOUTS = ("one-large", "equal", "graded", "realistic")
+SINGLE_LAYOUT = "single"  # the layout of a reference render (one object, slot M)
+# Render presets (recorded in dataset.json's config): Workbench draft, Cycles, Cycles high, EEVEE (GPU only).
+PRESETS = ("draft", "cycles", "high", "eevee")
+
+
+class Measured(TypedDict):
+    """What the renderer measured of one object, from an ID render in the same worker."""
+    pixels: int  # visible pixels in the image
+    fraction: float  # pixels over the image's pixels
+    bbox: list[int]  # tight box [x0, y0, x1, y1), pixels
+    visible_fraction: float  # visible pixels over the pixels it covers alone
+
+
+class ObjectEntry(TypedDict):
+    """One object of a scene, as planned (and measured, once rendered)."""
+    name: str  # the object set's name for it
+    slot: str  # one of SLOTS
+    size_rank: int  # 0 = largest as planned
+    scale: float
+    location: list[float]  # [x, y, z] in metres on the ground plane
+    rotation_z: float  # yaw, radians
+    color: str | None  # a palette colour with --colors, else None
+    material: str
+    planned_fraction: float  # planned share of the image
+    measured: NotRequired[Measured]
+
+
+class SceneRecord(TypedDict):
+    """One multi-object image."""
+    id: str  # "000042"
+    index: int
+    seed: int  # the image's own seed: it reproduces every number of the record
+    retry: int  # which attempt of the image fitted
+    object_set: str
+    object_set_hash: str
+    image: str  # relative to the dataset root: "images/000042.png"
+    resolution: list[int]  # [W, H]
+    layout: str  # one of LAYOUTS
+    large_slot: str  # the slot of size rank 0
+    camera: dict
+    lights: dict
+    objects: list[ObjectEntry]
+    mention_orders: list[list[int]]  # indices into objects, first-mentioned first
+    captions: dict[str, list[str]]  # template -> one caption per mention order
+
+
+class SingleRecord(TypedDict):
+    """One reference render of one object alone at the centre (IOR's gallery)."""
+    id: str  # the name, or "name-colour" with --colors
+    name: str
+    color: str | None
+    image: str  # "singles/<id>.png"
+    object_set: str
+    object_set_hash: str
+    resolution: list[int]
+    layout: str  # SINGLE_LAYOUT
+    large_slot: str
+    camera: dict
+    lights: dict
+    objects: list[ObjectEntry]
+    mention_orders: list[list[int]]
+
+
+# Fields every scene record and object entry must have (validate checks them).
+RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__ if k not in ("index", "retry", "large_slot"))
+OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
+MEASURED_KEYS = tuple(Measured.__annotations__)
+# What a re-plan of captions keeps from the rendered record: everything that shapes the image.
+PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
+                    "layout", "large_slot", "camera", "lights")
+
+
+def object_names(record: SceneRecord | SingleRecord) -> list[str]:
+    """The record's object names, in the order of its `objects` list."""
+    return [o["name"] for o in record["objects"]]
+
+
+def measured_ranks(record: SceneRecord) -> list[int]:
+    """Size rank of each object from measured pixels (0 = largest); the planned rank breaks ties."""
+    objs = record["objects"]
+    key = [(-(o.get("measured") or {}).get("pixels", 0), o["size_rank"], i) for i, o in enumerate(objs)]
+    ranks = [0] * len(objs)
+    for r, (_, _, i) in enumerate(sorted(key)):
+        ranks[i] = r
+    return ranks
+
+
+def largest(record: SceneRecord) -> int:
+    """Index into `objects` of the planned largest object (size rank 0)."""
+    return [o["size_rank"] for o in record["objects"]].index(0)
