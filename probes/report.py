@@ -7,14 +7,13 @@ Several models in one run share one table per (probe, group, metric).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import re
 from pathlib import Path
 
-from comco.io import atomic_write
+from comco.io import write_json, write_text
+from comco.report.plots import interval_bars, pyplot, save
+from comco.report.tables import csv_text as table_csv
 from comco.report.published import published_rows
 
 TITLES = {
@@ -105,44 +104,36 @@ def _span(ns: list[int]) -> str:
     return str(min(ns)) if min(ns) == max(ns) else f"{min(ns)}-{max(ns)}"
 
 
+CSV_COLUMNS = ["probe", "group", "metric", "source", "model", "role", "value", "lo", "hi", "n", "clusters", "chance"]
+
+
 def csv_text(probe: str, tabs: list[dict]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["probe", "group", "metric", "source", "model", "role", "value", "lo", "hi", "n", "clusters", "chance"])
+    rows = []
     for t in tabs:
         for model, by_role in t["rows"].items():
             for r in t["roles"]:
                 s = by_role.get(r)
                 if s:
-                    w.writerow([probe, t["group"], t["metric"], "measured", model, r, value(s), s["lo"], s["hi"],
-                                s["n"], s.get("clusters", ""), "" if s.get("chance") is None else s["chance"]])
+                    rows.append([probe, t["group"], t["metric"], "measured", model, r, value(s), s["lo"], s["hi"],
+                                 s["n"], s.get("clusters", ""), "" if s.get("chance") is None else s["chance"]])
         for p in published_rows(probe, t["metric"], t["n_objects"]):
             for r, v in p["values"].items():
                 if r in t["roles"]:
-                    w.writerow([probe, t["group"], t["metric"], f"published: {p['source']}", p["label"], r,
-                                v / 100, "", "", "", "", ""])
-    return buf.getvalue()
+                    rows.append([probe, t["group"], t["metric"], f"published: {p['source']}", p["label"], r,
+                                 v / 100, "", "", "", "", ""])
+    return table_csv(CSV_COLUMNS, rows)
 
 
 def plot(path: Path, probe: str, t: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    plt = pyplot()
     roles, models = t["roles"], list(t["rows"])
     scale = 1.0 if any(s.get("unit") == "x" for m in models for s in t["rows"][m].values()) else 100.0
-    width = 0.8 / max(1, len(models))
     fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(roles) * max(1, len(models)) ** 0.5, 3.6))
     x = np.arange(len(roles))
-    for j, m in enumerate(models):
-        stats = [t["rows"][m].get(r) for r in roles]
-        v = np.array([scale * value(s) if s else np.nan for s in stats])
-        lo = np.array([scale * s["lo"] if s else np.nan for s in stats])
-        hi = np.array([scale * s["hi"] if s else np.nan for s in stats])
-        err = np.nan_to_num(np.vstack([v - lo, hi - v]), nan=0.0).clip(min=0)
-        ax.bar(x + (j - (len(models) - 1) / 2) * width, v, width, yerr=err, capsize=3, label=m)
+    interval_bars(ax, roles, {m: [(value(s), s["lo"], s["hi"]) if s else None for s in map(t["rows"][m].get, roles)]
+                              for m in models}, scale=scale)
     chance = [next((t["rows"][m][r].get("chance") for m in models if r in t["rows"][m]
                     and t["rows"][m][r].get("chance") is not None), None) for r in roles]
     for i, c in enumerate(chance):
@@ -157,23 +148,18 @@ def plot(path: Path, probe: str, t: dict) -> None:
     ax.set_ylabel("%" if scale == 100 else "ratio")
     ax.set_title(f"{probe}: {t['group']} - {t['metric']}", fontsize=9)
     ax.legend(fontsize=6, loc="best")
-    fig.tight_layout()
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)
 
 
 def write_reports(out: Path, results: dict, plots: bool = True) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json"]
-    with atomic_write(written[0]) as f:
-        json.dump(results, f, indent=1, default=_jsonable, allow_nan=True)
+    write_json(written[0], results, indent=1, sort_keys=False, default=_jsonable, allow_nan=True)
     for probe, tabs in tables(results).items():
         for ext, text in (("md", markdown(probe, tabs, results)), ("csv", csv_text(probe, tabs))):
             path = out / f"{probe}.{ext}"
-            with atomic_write(path) as f:
-                f.write(text)
+            write_text(path, text)
             written.append(path)
         if plots:
             for t in tabs:

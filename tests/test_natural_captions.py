@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from comco.probes.natural.analyses import (
-    ANALYSES, PHOTO_SENTENCE, split_sentences, summary_fourth,
+    ANALYSES,
+    PHOTO_SENTENCE,
+    split_sentences,
+    summary_fourth,
 )
 
 CAPTION = "S1 summary here. S2 second! S3 third? S4 fourth. S5 fifth. S6 sixth."

@@ -7,13 +7,12 @@ import json
 
 import numpy as np
 import pytest
+from comco.probes.natural.images import header_problem
 from PIL import Image
+from support.natural import brute_force, write_coco, write_docci, write_image
 from typer.testing import CliRunner
 
 from comco.cli.eval import app
-from comco.probes.natural.images import header_problem
-from test_natural_fixtures import write_coco, write_docci, write_image
-from test_natural_recall import brute_force
 
 MODEL = ["--model", "ViT-S-32", "--pretrained", "none", "--device", "cpu", "--quiet"]
 

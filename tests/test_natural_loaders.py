@@ -5,14 +5,22 @@ from __future__ import annotations
 import json
 
 import pytest
+from comco.probes.natural.benchmarks import BENCHMARKS, load_benchmark
+from comco.probes.natural.sharegpt4v import load_sharegpt4v
+from support.natural import (
+    LONG_CAPTIONS,
+    write_coco,
+    write_coco_karpathy,
+    write_dci,
+    write_docci,
+    write_flickr,
+    write_image,
+    write_long_dci,
+    write_sharegpt4v,
+    write_urban1k,
+)
 
 from comco.errors import UserError
-from comco.probes.natural.benchmarks import BENCHMARKS, load_benchmark
-from comco.probes.natural.sharegpt4v import load_sharegpt4v, sharegpt4v_pairs
-from test_natural_fixtures import (
-    LONG_CAPTIONS, write_coco, write_coco_karpathy, write_dci, write_docci, write_flickr,
-    write_image, write_long_dci, write_sharegpt4v, write_urban1k,
-)
 
 
 def test_coco_val2017_sorted_by_id_with_all_captions(tmp_path):
@@ -65,15 +73,36 @@ def test_long_dci_reads_quoted_tab_separated_fields(tmp_path):
     assert split.items[1].captions == ('He said "hi".\nThen\tleft.',)
 
 
-def test_sharegpt4v_pairs_for_training(tmp_path):
+def test_sharegpt4v_one_reader_for_evaluation_and_training(tmp_path):
+    from comco.train.data import load_training_data
+
     root = write_sharegpt4v(tmp_path)
     (root / "sam/images/000001.jpg").unlink()
     json_path = root / "share-captioner_coco_lcs_sam_1246k_1107.json"
-    pairs = sharegpt4v_pairs(json_path, root)
-    assert [p.name for p, _ in pairs] == ["000000.jpg", "000002.jpg"]
-    assert pairs[0][1] == " ".join(LONG_CAPTIONS[0].split())  # line breaks become spaces
-    assert load_sharegpt4v(json_path, root).skipped["missing_image"] == 1
-    assert len(sharegpt4v_pairs(json_path, root, check_images=False)) == 3
+    split = load_sharegpt4v(json_path, root)
+    assert [i.image.name for i in split.items] == ["000000.jpg", "000002.jpg"]
+    assert split.items[0].captions[0] == " ".join(LONG_CAPTIONS[0].split())  # line breaks become spaces
+    assert split.skipped["missing_image"] == 1
+    assert len(load_sharegpt4v(json_path, root, check_images=False).items) == 3
+    # the trainer reads the same entries (it meets missing files while decoding, not by 10^6 stats)
+    (root / "sam/images/000001.jpg").write_bytes(split.items[0].image.read_bytes())
+    data = load_training_data(json_path, templates=[], image_root=root)
+    assert [(s.image, s.captions) for s in data.samples] == [
+        (i.image, i.captions) for i in load_sharegpt4v(json_path, root).items]
+
+
+def test_sharegpt4v_entries_without_a_caption_are_counted_for_training(tmp_path):
+    import json
+
+    from comco.train.data import load_training_data
+
+    root = write_sharegpt4v(tmp_path)
+    json_path = root / "share-captioner_coco_lcs_sam_1246k_1107.json"
+    entries = json.loads(json_path.read_text())
+    entries[1]["conversations"] = [t for t in entries[1]["conversations"] if t["from"] != "gpt"]
+    json_path.write_text(json.dumps(entries))
+    data = load_training_data(json_path, templates=[], image_root=root)
+    assert len(data.samples) == len(entries) - 1 and "left out: 1 no caption" in data.description
 
 
 def test_missing_images_are_counted_not_silently_dropped(tmp_path):

@@ -4,29 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from comco.probes.natural.recall import (
-    image_to_text_ranks, retrieval_recalls, select_captions, text_to_image_ranks,
+    image_to_text_ranks,
+    retrieval_recalls,
+    select_captions,
+    text_to_image_ranks,
 )
-
-
-def brute_force(sim: np.ndarray, image_of_text: np.ndarray, ks=(1, 5, 10)) -> dict:
-    """Sort every row, ties broken against the model, and look for a positive in the top k."""
-    n_texts, n_images = sim.shape
-    t2i = {k: 0 for k in ks}
-    for t in range(n_texts):
-        # a wrong image with an equal score sorts before the right one
-        order = sorted(range(n_images), key=lambda i: (-sim[t, i], i == image_of_text[t]))
-        for k in ks:
-            t2i[k] += image_of_text[t] in order[:k]
-    i2t = {k: 0 for k in ks}
-    queried = sorted(set(image_of_text.tolist()))
-    for i in queried:
-        order = sorted(range(n_texts), key=lambda t: (-sim[t, i], image_of_text[t] == i))
-        for k in ks:
-            i2t[k] += any(image_of_text[t] == i for t in order[:k])
-    return {"t2i": {f"R@{k}": t2i[k] / n_texts for k in ks},
-            "i2t": {f"R@{k}": i2t[k] / len(queried) for k in ks}}
+from support.natural import brute_force
 
 
 def planted(rng, n_images, captions_per_image):

@@ -7,9 +7,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from comco.plan.camera import Camera
-from comco.manifest import load_object_set
 from comco.data.writer import run_plan
+from comco.manifest import load_object_set
+from comco.plan.camera import Camera
 from comco.plan.draws import OBJECT_RETRIES
 from comco.plan.placement import FILL, boxes_fit
 from comco.plan.planner import SLOTS, PlanConfig, Planner

@@ -5,26 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-import typer
-from typer.testing import CliRunner
+from support.probes import invoke, make_dataset, tiny_open_clip
 
-from comco.cli.probe import probe
 from comco.errors import UserError
-from test_probes_fixtures import make_dataset
 
 pytestmark = pytest.mark.torch
 
-app = typer.Typer()
-app.command()(probe)
 
 
-@app.callback()
-def _root():  # keep `probe` a sub-command, as comco's CLI registers it
-    pass
 
 
-def invoke(*args):
-    return CliRunner().invoke(app, ["probe", *map(str, args)])
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +61,6 @@ def tiny_ckpts(tmp_path_factory):
     import torch
 
     from comco.models.factory import save_checkpoint
-    from test_probes_models import tiny_open_clip
 
     folder = tmp_path_factory.mktemp("ckpt")
     paths = []

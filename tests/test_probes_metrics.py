@@ -7,35 +7,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from comco.manifest import load_object_set
-from comco.plan.planner import PlanConfig, Planner
 from comco.probes import texts
 from comco.probes.ior import i2tor, ior
 from comco.probes.matching import matching, scenario_captions
 from comco.probes.probe_data import ProbeData
-from comco.record import measured_ranks
-from comco.report.published import published_rows
 from comco.probes.report import csv_text, markdown, tables
 from comco.probes.retrieval import role_retrieval
 from comco.probes.stats import accuracy
 from comco.probes.tor import tor_dataset, tor_text_only
 from comco.probes.words import contains_word, mention_sequence
+from support.probes import SET, FakeEmbedder, planned_data
 
-SET = load_object_set("simco")
-
-
-class FakeEmbedder:
-    """Embeds texts and images with planted functions; counts what it was asked."""
-
-    def __init__(self, text_fn, image_fn=None):
-        self.text_fn, self.image_fn = text_fn, image_fn
-
-    def texts(self, items):
-        return np.stack([self.text_fn(t) for t in items]).astype(np.float32)
-
-    def images(self, paths):
-        return np.stack([self.image_fn(Path(p)) for p in paths]).astype(np.float32)
+from comco.plan.planner import PlanConfig, Planner
+from comco.record import measured_ranks
+from comco.report.published import published_rows
 
 
 def one_hot(weights: dict[str, float]) -> np.ndarray:
@@ -51,18 +36,6 @@ def random_vec(key: str) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def planned_data(n=40, objects=(4,)) -> ProbeData:
-    """Planned records with `measured` pixels that follow the planned size ranks."""
-    planner = Planner(PlanConfig(object_set="simco", objects=objects, n=n, resolution=(64, 64), seed=3), SET)
-    recs = []
-    for r in planner.records():
-        for o in r["objects"]:
-            px = 4000 // (o["size_rank"] + 1)
-            o["measured"] = {"pixels": px, "fraction": px / 4096, "bbox": [0, 0, 8, 8], "visible_fraction": 1.0}
-        recs.append(r)
-    singles = planner.singles()
-    return ProbeData(root=Path("/nonexistent"), info={"object_set": "simco"}, records=recs, singles=singles,
-                     names=list(SET.names), object_set=SET, image_path=lambda r: Path(r["image"]))
 
 
 def first_mention_wins(text: str) -> np.ndarray:

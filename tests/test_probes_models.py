@@ -5,24 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.probes import tiny_open_clip
 
 from comco.errors import UserError
 
 pytestmark = pytest.mark.torch
 
-TINY_CFG = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
 
 
-def tiny_open_clip(context_length=77):
-    from comco.models.factory import build_open_clip
-
-    spec = {"open_clip_cfg": TINY_CFG}
-    model, _, _ = build_open_clip(spec, context_length)
-    return model, spec
 
 
 def test_unknown_model_suggests_close_names():
@@ -62,9 +52,9 @@ def test_random_weights_are_reproducible_and_named():
 def test_trimmed_text_encoding_equals_full_context():
     import torch
     import torch.nn.functional as F
+    from open_clip import SimpleTokenizer
 
     from comco.models.factory import _wrap_open_clip
-    from open_clip import SimpleTokenizer
 
     model, _ = tiny_open_clip()
     loaded = _wrap_open_clip("tiny", None, "tiny", model, None, SimpleTokenizer(), "cpu")
@@ -112,8 +102,8 @@ def test_not_a_checkpoint_is_a_user_error(tmp_path):
 
 def _char_tokenizer(folder):
     """A CLIP BPE tokenizer with single-byte tokens only (no download)."""
-    from transformers import CLIPTokenizer
     from open_clip.tokenizer import bytes_to_unicode
+    from transformers import CLIPTokenizer
 
     chars = list(bytes_to_unicode().values())
     vocab = {c: i for i, c in enumerate(chars + [c + "</w>" for c in chars])}

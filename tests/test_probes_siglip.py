@@ -10,35 +10,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.probes import HIDDEN, save_tokenizer
 
 from comco.errors import UserError
 
 pytestmark = pytest.mark.torch
 
-HIDDEN = 32  # SigLIP has no projection: the features are the towers' head outputs
 
 
-def save_tokenizer(folder, max_length=64) -> tuple[int, int]:
-    """A SigLIP-like fast tokenizer in `folder`; returns (vocab size, pad/eos id)."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    from comco.manifest import load_object_set
-
-    names = load_object_set("simco").names
-    corpus = [f"a photo of a {a}, a {b} and a {c}." for a, b, c in zip(names, names[1:], names[2:])] * 3
-    tok = Tokenizer(models.Unigram())
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Metaspace()
-    tok.decoder = decoders.Metaspace()
-    tok.train_from_iterator(corpus, trainers.UnigramTrainer(
-        vocab_size=120, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>",
-        initial_alphabet=list("abcdefghijklmnopqrstuvwxyz,.")))
-    eos = tok.token_to_id("</s>")
-    tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", eos)])
-    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="</s>", unk_token="<unk>",
-                            model_max_length=max_length).save_pretrained(folder)
-    return tok.get_vocab_size(), eos
 
 
 def save_siglip(folder, *, max_positions=None, processor=True):
@@ -168,7 +147,7 @@ def test_siglip_tokenizer_without_its_library_is_one_line(siglip, tmp_path):
 
 
 def test_text_only_tor_with_a_siglip_folder(siglip, tmp_path):
-    from test_probes_end_to_end import invoke
+    from support.probes import invoke
 
     folder, _, _ = siglip
     r = invoke("--text-only", "--object-set", "simco", "--objects", "3", "--tuples", "18", "--model",

@@ -7,8 +7,7 @@ the patch grid; comco packs them in one tensor per image (see comco.models.facto
 from __future__ import annotations
 
 import pytest
-
-from test_probes_siglip import HIDDEN, save_tokenizer
+from support.probes import HIDDEN, save_tokenizer
 
 pytestmark = pytest.mark.torch
 

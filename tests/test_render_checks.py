@@ -1,7 +1,7 @@
 """Render validity checks on measured records (pure Python)."""
 
-from comco.render.checks import check_rendered
 from comco.record import measured_ranks
+from comco.render.checks import check_rendered
 
 
 def rec(layout, pixels, ranks, visible=None, border=None):

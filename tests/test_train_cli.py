@@ -9,8 +9,6 @@ from typer.testing import CliRunner
 from comco.cli.train import app
 from comco.errors import UserError
 
-from test_train_fixtures import single_thread, tiny_dataset  # noqa: F401
-
 runner = CliRunner()
 
 

@@ -8,10 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from comco.models.factory import load_checkpoint  # noqa: E402
+from support.train import scratch_config
 
-from test_train_fixtures import tiny_dataset  # noqa: E402,F401
-from test_train_loop import scratch_config  # noqa: E402
+from comco.models.factory import load_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -24,7 +23,6 @@ def _free_port() -> int:
 
 def _worker(rank: int, world: int, port: int, data: str, out: str) -> None:
     import torch.distributed as dist
-
     from comco.train.run import run_training
 
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),

@@ -11,9 +11,7 @@ torch = pytest.importorskip("torch")
 from comco.train.labclip import LabclipTask, binding_accuracy  # noqa: E402
 from comco.train.negatives import swap_words  # noqa: E402
 from comco.train.run import make_config, run_training  # noqa: E402
-
-from test_train_fixtures import (make_dataset, make_tiny_checkpoint, single_thread,  # noqa: E402,F401
-                                 tiny_clip_cfg)
+from support.train import make_dataset, make_tiny_checkpoint, tiny_clip_cfg
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("single_thread")]
 

@@ -6,20 +6,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from comco.errors import UserError  # noqa: E402
-from comco.train.run import make_config, run_training  # noqa: E402
+from comco.train.run import run_training  # noqa: E402
+from support.train import scratch_config
 
-from test_train_fixtures import single_thread, tiny_dataset  # noqa: E402,F401
+from comco.errors import UserError  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("single_thread")]
 
-TINY = {"resolution": 32, "context_length": 16, "vision_width": 64, "text_width": 64, "embed_dim": 64,
-        "vision_layers": 1, "text_layers": 1}
 
 
-def scratch_config(data, out, **kw):
-    given = {"batch_size": 12, "steps": 12, "warmup": 5, "lr": 1e-3, "quiet": True, "device": "cpu", **kw}
-    return make_config("scratch", data=str(data), out=str(out), options=dict(TINY), **given)
 
 
 def metrics(out):

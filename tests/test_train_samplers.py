@@ -8,8 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 open_clip = pytest.importorskip("open_clip")
 
-from comco.train.samplers import (ShortCaptionSampler, draw_pad_counts, move_padding,  # noqa: E402
-                                  sample_rng, trailing_pads)
+from comco.train.samplers import ShortCaptionSampler, draw_pad_counts, move_padding, sample_rng, trailing_pads  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

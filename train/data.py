@@ -64,22 +64,17 @@ def load_comco(root: Path, templates: list[str], *, negatives: str | None = None
 
 
 def load_sharegpt4v(path: Path, image_root: Path | None) -> TrainData:
-    """ShareGPT4V: a JSON list of {image, conversations: [{from: human}, {from: gpt, value}]}."""
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: cannot read as JSON ({exc})") from None
-    if not isinstance(entries, list):
-        raise UserError(f"{path}: expected a JSON list of ShareGPT4V entries")
-    root = image_root or path.parent
-    samples = []
-    for entry in entries:
-        turns = [t.get("value", "") for t in entry.get("conversations", []) if t.get("from") == "gpt"]
-        if "image" in entry and turns and turns[0].strip():
-            samples.append(Sample(root / entry["image"], (" ".join(turns[0].split()),)))
+    """ShareGPT4V through the one reader of its JSON (comco.probes.natural.sharegpt4v);
+    entries left out (no caption) are counted in the description, never dropped silently."""
+    from comco.probes.natural.sharegpt4v import load_sharegpt4v as read_sharegpt4v
+
+    split = read_sharegpt4v(path, image_root or path.parent, check_images=False)
+    samples = [Sample(item.image, item.captions) for item in split.items]
     if not samples:
         raise UserError(f"{path}: no entry with an image and a gpt caption")
-    return TrainData(samples, "sharegpt4v", f"ShareGPT4V {path} ({len(samples)} images)")
+    left_out = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(split.skipped.items()))
+    return TrainData(samples, "sharegpt4v",
+                     f"ShareGPT4V {path} ({len(samples)} images{'; left out: ' + left_out if left_out else ''})")
 
 
 def _row_sample(row: dict, root: Path, where: str) -> Sample:

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from comco.io import atomic_path, write_json
+from comco.io import atomic_write, write_json
 from comco.errors import UserError
 from comco.train import distributed
 from comco.train.config import TrainConfig
@@ -120,8 +120,8 @@ def embed_triples(loaded, triples: Triples, cache_dir: Path, batch_size: int = 6
             "negative": torch.cat([texts(triples.negatives[i:i + batch_size])
                                    for i in range(0, len(triples.negatives), batch_size)]),
         }
-    with atomic_path(cache) as tmp:  # DDP ranks may build it side by side: each its own temp file
-        torch.save(out, tmp)
+    with atomic_write(cache, "wb") as f:  # DDP ranks may build it side by side: each its own temp file
+        torch.save(out, f)
     return out
 
 

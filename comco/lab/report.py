@@ -8,12 +8,9 @@ figures appear only as labelled reference rows.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
 import platform
-import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -21,7 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from comco import __version__
-from comco.io import atomic_write
+from comco.io import write_json, write_text
+from comco.report.document import Doc
+from comco.report.plots import error_bars, interval_bars, pyplot, save
 
 FIGURES = "figures"
 # two-sided 95 % Student t quantiles by degrees of freedom
@@ -156,23 +155,6 @@ def metric(res: dict, family: str, n: str, template: str | None = None) -> dict 
 
 # ---------------------------------------------------------------- figures
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=100)
-    _plt().close(fig)
-    return path
-
-
 def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: int = 8) -> Path | None:
     """Rendered training images, each with its first caption at the lowest and highest p."""
     from PIL import Image
@@ -189,7 +171,7 @@ def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: in
         if f.is_file():
             by_id = {json.loads(l)["id"]: json.loads(l) for l in f.read_text(encoding="utf-8").splitlines() if l}
             caps[p] = {i: by_id[i]["captions"].get("and", [""])[0] for i in by_id}
-    plt = _plt()
+    plt = pyplot()
     cols = min(4, len(picks))
     rows = math.ceil(len(picks) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 4.0 * rows), squeeze=False)  # room for 5 title lines
@@ -201,8 +183,7 @@ def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: in
         large = next(o["name"] for o in r["objects"] if o["size_rank"] == 0)
         lines = [f"#{r['id']} largest: {large}"] + [f"p={p:g}: {caps[p].get(r['id'], '')}" for p in caps]
         ax.set_title("\n".join(_wrap(x, 38) for x in lines), fontsize=6.5, loc="left")
-    fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _wrap(text: str, n: int) -> str:
@@ -219,111 +200,37 @@ def _wrap(text: str, n: int) -> str:
 
 def dose_plot(path: Path, title: str, ps: list[float], series: dict[str, list[dict]], chance: float | None,
               ylabel: str) -> Path:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     for j, (label, stats) in enumerate(series.items()):
-        y = np.array([np.nan if s["mean"] is None else 100 * s["mean"] for s in stats])
-        lo = np.array([np.nan if s.get("lo") is None else 100 * s["lo"] for s in stats])
-        hi = np.array([np.nan if s.get("hi") is None else 100 * s["hi"] for s in stats])
-        err = np.nan_to_num(np.vstack([y - lo, hi - y]), nan=0.0).clip(min=0)
-        ax.errorbar(np.array(ps) + 0.006 * (j - len(series) / 2), y, yerr=err, marker="o", capsize=3, label=label)
+        y, lo, hi = ([np.nan if s.get(k) is None else 100 * s[k] for s in stats] for k in ("mean", "lo", "hi"))
+        ax.errorbar(np.array(ps) + 0.006 * (j - len(series) / 2), y, yerr=error_bars(y, lo, hi), marker="o", capsize=3, label=label)
     if chance is not None:
         ax.axhline(100 * chance, color="k", linestyle="--", linewidth=1, label="chance (uniform)")
     ax.set_xlabel("order bias p of the training captions (P[largest object named first])")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def bar_plot(path: Path, title: str, groups: list[str], series: dict[str, list[dict]], ylabel: str,
              chance: float | None = None) -> Path:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 1.5), 3.5))
     x = np.arange(len(groups))
-    w = 0.8 / max(1, len(series))
-    for j, (label, stats) in enumerate(series.items()):
-        y = np.array([np.nan if s["mean"] is None else 100 * s["mean"] for s in stats])
-        lo = np.array([np.nan if s.get("lo") is None else 100 * s["lo"] for s in stats])
-        hi = np.array([np.nan if s.get("hi") is None else 100 * s["hi"] for s in stats])
-        err = np.nan_to_num(np.vstack([y - lo, hi - y]), nan=0.0).clip(min=0)
-        ax.bar(x + (j - (len(series) - 1) / 2) * w, y, w, yerr=err, capsize=3, label=label)
+    interval_bars(ax, groups, {label: [(s["mean"], s.get("lo"), s.get("hi")) for s in stats]
+                               for label, stats in series.items()})
     if chance is not None:
         ax.axhline(100 * chance, color="k", linestyle="--", linewidth=1, label="chance")
     ax.set_xticks(x, groups, rotation=15, fontsize=7)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)
 
 
 # ---------------------------------------------------------------- the document
-
-class Doc:
-    """Blocks rendered to Markdown and to HTML (with images inline)."""
-
-    def __init__(self):
-        self.blocks: list[tuple] = []
-
-    def h(self, level: int, text: str):
-        self.blocks.append(("h", level, text))
-
-    def p(self, text: str):
-        self.blocks.append(("p", text))
-
-    def table(self, header: list[str], rows: list[list]):
-        self.blocks.append(("table", header, [[str(c) for c in r] for r in rows]))
-
-    def img(self, path: Path | None, alt: str):
-        if path is not None:
-            self.blocks.append(("img", Path(path), alt))
-
-    def markdown(self, root: Path) -> str:
-        out = []
-        for b in self.blocks:
-            if b[0] == "h":
-                out += ["#" * b[1] + " " + b[2], ""]
-            elif b[0] == "p":
-                out += [b[1], ""]
-            elif b[0] == "table":
-                out.append("| " + " | ".join(b[1]) + " |")
-                out.append("|" + "---|" * len(b[1]))
-                out += ["| " + " | ".join(r) + " |" for r in b[2]]
-                out.append("")
-            elif b[0] == "img":
-                out += [f"![{b[2]}]({b[1].relative_to(root).as_posix()})", ""]
-        return "\n".join(out)
-
-    def html(self, title: str) -> str:
-        parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-                 "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;line-height:1.45}"
-                 "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
-                 "td,th{border:1px solid #bbb;padding:2px 6px;text-align:left}"
-                 "img{max-width:100%}code{background:#f3f3f3}</style></head><body>"]
-        for b in self.blocks:
-            if b[0] == "h":
-                parts.append(f"<h{b[1]}>{_inline(b[2])}</h{b[1]}>")
-            elif b[0] == "p":
-                parts.append(f"<p>{_inline(b[1])}</p>")
-            elif b[0] == "table":
-                parts.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in b[1]) + "</tr>")
-                parts += ["<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in b[2]]
-                parts.append("</table>")
-            elif b[0] == "img":
-                data = base64.b64encode(b[1].read_bytes()).decode()
-                parts.append(f"<p><img alt='{html.escape(b[2])}' src='data:image/png;base64,{data}'></p>")
-        parts.append("</body></html>")
-        return "\n".join(parts)
-
-
-def _inline(text: str) -> str:
-    t = html.escape(text)
-    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
-    t = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)
-    return re.sub(r"\*([^*]+)\*", r"<i>\1</i>", t)
-
 
 # ---------------------------------------------------------------- sections
 
@@ -343,12 +250,9 @@ def write_report(out: Path, report_stage, stages: list) -> dict:
         numbers["object_sets"][oset] = _object_set_sections(doc, out, fig, oset, s, ps, seeds, info, recipe["stages"])
     _what_was_run(doc, out, recipe, stages, info)
     md = doc.markdown(out)
-    with atomic_write(out / "report.md") as f:
-        f.write(md)
-    with atomic_write(out / "report.html") as f:
-        f.write(doc.html(f"comco lab: {recipe['name']}"))
-    with atomic_write(out / "results.json") as f:
-        json.dump(numbers, f, indent=1, sort_keys=True)
+    write_text(out / "report.md", md)
+    write_text(out / "report.html", doc.html(f"comco lab: {recipe['name']}"))
+    write_json(out / "results.json", numbers, indent=1)
     return {"report": "report.md", "html": "report.html", "results": "results.json",
             "figures": sorted(p.name for p in fig.glob("*.png")) if fig.is_dir() else []}
 
@@ -624,7 +528,7 @@ ANALYSIS_TITLES = {"padding": ('"This is a photo." prepended k times (text-to-im
 
 
 def _analyses_section(doc, fig, oset, res, models, s) -> dict:
-    from comco.report.published_natural import published_analysis
+    from comco.report.published import published_analysis
 
     names = [n for n in s["probe"]["analyses"] if any(r.get("analyses", {}).get(n) for rs in res.values() for r in rs)]
     if not names:

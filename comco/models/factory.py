@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from comco.errors import UserError
-from comco.io import atomic_path, file_digest, folder_digest
+from comco.io import atomic_write, file_digest, folder_digest
 
 CHECKPOINT_FORMAT = "comco-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -398,8 +398,8 @@ def save_checkpoint(path: str | Path, *, kind: str, model, model_spec: dict, ext
         "config": extra.pop("config", {}), "step": int(extra.pop("step", 0)), **extra,
     }
     path = Path(path)
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+    with atomic_write(path, "wb") as f:  # a file object: the archive's inner name is fixed, so bytes repeat
+        torch.save(payload, f)
     return path
 
 

@@ -1,0 +1,10 @@
+"""The report kit the probe, eval and lab reports share: a document model (Markdown +
+HTML), Markdown/CSV tables, interval plots, and the one table of published figures."""
+
+from comco.lazy import door
+
+__getattr__, __dir__, __all__ = door(__name__, {
+    "Doc": "document", "markdown_table": "tables", "csv_text": "tables", "pct": "tables", "interval": "tables",
+    "pyplot": "plots", "save": "plots", "error_bars": "plots", "interval_bars": "plots",
+    "published_rows": "published", "published_retrieval": "published", "published_analysis": "published",
+})

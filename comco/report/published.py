@@ -1,7 +1,10 @@
-"""Published figures (shared/REFERENCE.md) shown as labelled reference rows in reports.
+"""Published figures (shared/REFERENCE.md), the one table of them: shown as labelled
+reference rows beside what comco measures, never in place of it.
 
-They sit under the measured rows, marked "published", and never replace a measurement.
-Values are percentages as the papers print them; `roles` are this lab's column names.
+Every value is a percentage as the papers print it. `published_rows` gives the ComCO /
+LABCLIP rows in percent (the probe tables' unit); `published_retrieval` and
+`published_analysis` give the DeBias-CLIP rows as fractions (the natural reports' unit).
+`roles` are this lab's column names.
 """
 
 from __future__ import annotations
@@ -63,3 +66,54 @@ PUBLISHED = {
 def published_rows(probe: str, metric: str, n_objects) -> list[dict]:
     return PUBLISHED.get((probe, metric, n_objects), []) + (
         PUBLISHED.get((probe, metric, None), []) if n_objects is not None else [])
+
+
+DEBIAS_SOURCE = "published: DeBias-CLIP paper (CVPR 2026), ViT-B/16, its own protocol"
+
+# ---------------------------------------------------------------- DeBias-CLIP (CVPR 2026)
+# Its models are ViT-B/16; it does not say which caption protocol its COCO row used, so
+# every row carries its source and that caveat instead of a protocol name.
+
+# benchmark -> model -> (text-to-image R@1, image-to-text R@1), %
+RETRIEVAL_R1 = {
+    "urban1k": {"CLIP": (53.4, 67.5), "Long-CLIP": (79.5, 78.9), "SmartCLIP": (87.4, 90.0),
+                "DeBias-CLIP": (93.0, 93.1)},
+    "dci": {"CLIP": (42.9, 44.1), "Long-CLIP": (57.1, 51.6), "SmartCLIP": (64.0, 64.9),
+            "DeBias-CLIP": (67.6, 68.5)},
+    "long-dci": {"CLIP": (32.7, 35.9), "Long-CLIP": (47.0, 41.1), "SmartCLIP": (52.8, 53.4),
+                 "DeBias-CLIP": (57.4, 57.8)},
+    "docci": {"CLIP": (57.1, 60.6), "Long-CLIP": (71.4, 63.1), "SmartCLIP": (78.0, 77.4),
+              "DeBias-CLIP": (80.0, 79.7)},
+    "coco": {"Long-CLIP": (40.4, 57.6), "SmartCLIP": (42.4, 61.9), "DeBias-CLIP": (43.0, 61.3)},
+    "flickr30k": {"Long-CLIP": (34.1, 46.8), "SmartCLIP": (36.3, 55.6), "DeBias-CLIP": (36.6, 56.6)},
+}
+
+# analysis -> model -> {variant: R@1 % in the analysis's own direction}; DOCCI test only.
+ANALYSES_R1 = {
+    "padding": {
+        "CLIP": dict(zip((f"k={k}" for k in range(6)), (51.3, 51.4, 50.4, 50.0, 49.2, 47.6))),
+        "SigLIP2": dict(zip((f"k={k}" for k in range(6)), (69.8, 67.6, 65.1, 61.0, 54.7, 47.9))),
+    },
+    "order": {
+        "CLIP": {"first-2": 51.9, "swap-2": 49.2, "first-only": 42.4},
+        "SigLIP2": {"first-2": 67.3, "swap-2": 58.8, "first-only": 59.4},
+    },
+    "summary": {
+        "Long-CLIP": {"keep": 71.5, "move-to-4th": 61.8, "remove": 54.3},
+        "DeBias-CLIP": {"keep": 80.0, "move-to-4th": 76.7, "remove": 66.7},
+    },
+}
+ANALYSES_BENCHMARK = "docci"
+
+
+def published_retrieval(benchmark: str) -> list[dict]:
+    return [{"model": model, "source": DEBIAS_SOURCE, "t2i": {"R@1": t2i / 100}, "i2t": {"R@1": i2t / 100}}
+            for model, (t2i, i2t) in RETRIEVAL_R1.get(benchmark, {}).items()]
+
+
+def published_analysis(benchmark: str, analysis: str) -> list[dict]:
+    """Published rows for an analysis, only where they were measured (DOCCI test)."""
+    if benchmark != ANALYSES_BENCHMARK:
+        return []
+    return [{"model": model, "source": DEBIAS_SOURCE, "r1": {k: v / 100 for k, v in values.items()}}
+            for model, values in ANALYSES_R1.get(analysis, {}).items()]

@@ -6,19 +6,15 @@ come from. Every file is written to a temporary name first, then renamed.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
 from comco.io import write_text
+from comco.report.plots import pyplot, save
+from comco.report.tables import csv_text, interval, markdown_table, pct
 from comco.probes.natural.analyses import ANALYSES
 
 MEASURED = "measured"
-
-
-def pct(value) -> str:
-    return "" if value is None else f"{100 * value:.1f}"
 
 
 def header_lines(payload: dict) -> list[str]:
@@ -31,24 +27,6 @@ def header_lines(payload: dict) -> list[str]:
         f"left out of the split: {skipped}",
         "values are % (R@k); measured R@1 with a 95 % bootstrap interval (text queries resampled by image)",
     ]
-
-
-def markdown_table(columns: list[str], rows: list[dict]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def csv_text(columns: list[str], rows: list[dict]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
-
-
-def ci_text(values) -> str:
-    return f"{100 * values[0]:.1f}-{100 * values[1]:.1f}" if values else ""
 
 
 # ---------------------------------------------------------------- retrieval
@@ -65,7 +43,7 @@ def retrieval_rows(payload: dict) -> list[dict]:
                "texts": r["n_texts"], "images": r["n_images"]}
         for d, name in (("t2i", "T2I"), ("i2t", "I2T")):
             row.update({f"{name} R@{k}": pct(r[d][f"R@{k}"]) for k in (1, 5, 10)})
-            row[f"{name} R@1 95% CI"] = ci_text(r[d].get("R@1_ci95"))
+            row[f"{name} R@1 95% CI"] = interval(*(r[d].get("R@1_ci95") or (None, None)))
         rows.append(row)
     for ref in payload["published"]:
         rows.append({"source": ref["source"], "model": ref["model"], "protocol": "as published",
@@ -101,7 +79,7 @@ def analysis_rows(payload: dict) -> list[dict]:
             for variant, r in entry["variants"].items():
                 rows.append({"source": MEASURED, "model": model["label"], "protocol": entry["protocol"],
                              "analysis": name, "variant": variant, "direction": d,
-                             "R@1": pct(r[d]["R@1"]), "R@1 95% CI": ci_text(r[d].get("R@1_ci95")),
+                             "R@1": pct(r[d]["R@1"]), "R@1 95% CI": interval(*(r[d].get("R@1_ci95") or (None, None))),
                              "R@5": pct(r[d]["R@5"]), "R@10": pct(r[d]["R@10"]),
                              "captions": entry["n_captions"], "excluded captions": entry["excluded_captions"]})
     for name, refs in payload["published"].items():
@@ -158,11 +136,7 @@ def write_analyses_report(out: Path, payload: dict) -> list[Path]:
 
 
 def _figure():
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; never a window
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     return plt, *plt.subplots(figsize=(8, 4.5), dpi=100)
 
 
@@ -184,7 +158,7 @@ def grouped_bars(path: Path, series: dict[str, dict], groups: list[str], title: 
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="upper right")
-    return _save(plt, fig, path)
+    return save(fig, path)
 
 
 def line_plot(path: Path, series: dict[str, dict], xs: list[str], title: str) -> Path:
@@ -199,12 +173,4 @@ def line_plot(path: Path, series: dict[str, dict], xs: list[str], title: str) ->
     ax.set_xticks(ks)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7)
-    return _save(plt, fig, path)
-
-
-def _save(plt, fig, path: Path) -> Path:
-    buffer = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return write_text(path, buffer.getvalue())
+    return save(fig, path)

@@ -11,7 +11,7 @@ from typing import Callable
 
 from comco import GENERATOR
 from comco.errors import UserError
-from comco.report import published_natural as reference
+from comco.report import published as reference
 from comco.probes.natural.benchmarks import get_benchmark, load_benchmark
 from comco.probes.natural.analyses import ANALYSES
 from comco.probes.natural.evaluate import evaluate_analyses, evaluate_retrieval

@@ -1,4 +1,4 @@
-"""ShareGPT4V for training: (image path, long caption) pairs from its LLaVA-style JSON.
+"""ShareGPT4V, the one reader of its JSON (comco.train.data trains from it): (image path, long caption) pairs from its LLaVA-style JSON.
 
 The file (e.g. `share-captioner_coco_lcs_sam_1246k_1107.json`) is a list of
 `{"id", "image": "coco/train2017/....jpg", "conversations": [{"from": "human", ...},
@@ -49,8 +49,3 @@ def load_sharegpt4v(json_path: Path, image_root: Path, check_images: bool = True
             pairs.skip("no_caption", image.name)
     return pairs
 
-
-def sharegpt4v_pairs(json_path: Path, image_root: Path, check_images: bool = True) -> list[tuple[Path, str]]:
-    """(image_path, caption) pairs for training; call load_sharegpt4v for the skip counts."""
-    split = load_sharegpt4v(json_path, image_root, check_images)
-    return [(item.image, item.captions[0]) for item in split.items]

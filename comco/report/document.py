@@ -1,0 +1,81 @@
+"""A report as a list of blocks (headings, paragraphs, tables, figures) rendered to
+Markdown beside its PNGs and to one self-contained HTML page (figures inline)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+
+from comco.report.tables import markdown_table
+
+STYLE = ("body{font-family:sans-serif;max-width:1000px;margin:2em auto;line-height:1.45}"
+         "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
+         "td,th{border:1px solid #bbb;padding:2px 6px;text-align:left}"
+         "img{max-width:100%}code{background:#f3f3f3}")
+
+
+class Doc:
+    """Blocks rendered to Markdown and to HTML; text may use `code`, **bold** and *italics*."""
+
+    def __init__(self):
+        self.blocks: list[tuple] = []
+
+    def h(self, level: int, text: str) -> None:
+        """A heading of `level` (1 = the title)."""
+        self.blocks.append(("h", level, text))
+
+    def p(self, text: str) -> None:
+        """A paragraph."""
+        self.blocks.append(("p", text))
+
+    def table(self, header: list[str], rows: list[list]) -> None:
+        """A table: a header and rows of cells (turned into text)."""
+        self.blocks.append(("table", header, [[str(c) for c in r] for r in rows]))
+
+    def img(self, path: Path | None, alt: str) -> None:
+        """A figure (a PNG file); None adds nothing, so a figure that could not be drawn leaves no hole."""
+        if path is not None:
+            self.blocks.append(("img", Path(path), alt))
+
+    def markdown(self, root: Path) -> str:
+        """Markdown with figure paths relative to `root` (the folder the .md file goes in)."""
+        out = []
+        for b in self.blocks:
+            if b[0] == "h":
+                out += ["#" * b[1] + " " + b[2], ""]
+            elif b[0] == "p":
+                out += [b[1], ""]
+            elif b[0] == "table":
+                out += [markdown_table(b[1], b[2]), ""]
+            elif b[0] == "img":
+                out += [f"![{b[2]}]({b[1].relative_to(root).as_posix()})", ""]
+        return "\n".join(out)
+
+    def html(self, title: str) -> str:
+        """One HTML page, figures embedded as data URLs."""
+        parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+                 f"<style>{STYLE}</style></head><body>"]
+        for b in self.blocks:
+            if b[0] == "h":
+                parts.append(f"<h{b[1]}>{inline(b[2])}</h{b[1]}>")
+            elif b[0] == "p":
+                parts.append(f"<p>{inline(b[1])}</p>")
+            elif b[0] == "table":
+                parts.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in b[1]) + "</tr>")
+                parts += ["<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in b[2]]
+                parts.append("</table>")
+            elif b[0] == "img":
+                data = base64.b64encode(b[1].read_bytes()).decode()
+                parts.append(f"<p><img alt='{html.escape(b[2])}' src='data:image/png;base64,{data}'></p>")
+        parts.append("</body></html>")
+        return "\n".join(parts)
+
+
+def inline(text: str) -> str:
+    """Markdown's inline marks as HTML (text escaped first)."""
+    t = html.escape(text)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    t = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)
+    return re.sub(r"\*([^*]+)\*", r"<i>\1</i>", t)

@@ -1,0 +1,1 @@
+"""Builders the tests share (tiny datasets, checkpoints, benchmark folders)."""
