@@ -19,8 +19,8 @@ import numpy as np
 
 from comco import __version__
 from comco.io import write_json, write_text
-from comco.report.document import Doc
-from comco.report.plots import error_bars, interval_bars, pyplot, save
+from comco.report import Doc
+from comco.report import error_bars, interval_bars, pyplot, save
 
 FIGURES = "figures"
 # two-sided 95 % Student t quantiles by degrees of freedom
@@ -415,7 +415,7 @@ def _dose_paragraph(what: str, ps: list, first: dict, last: dict, sl: dict, chan
 
 
 def _published_tor() -> list:
-    from comco.report.published import published_rows
+    from comco.report import published_rows
 
     rows = published_rows("tor", "conditional", 4)
     keep = [r for r in rows if r["label"] in ("CLIP openAI", "CLIP LAION")]
@@ -423,7 +423,7 @@ def _published_tor() -> list:
 
 
 def _published_ior() -> list:
-    from comco.report.published import published_rows
+    from comco.report import published_rows
 
     rows = published_rows("ior", "conditional", 4)
     keep = [r for r in rows if r["label"] in ("CLIP openAI", "CLIP LAION")]
@@ -528,7 +528,7 @@ ANALYSIS_TITLES = {"padding": ('"This is a photo." prepended k times (text-to-im
 
 
 def _analyses_section(doc, fig, oset, res, models, s) -> dict:
-    from comco.report.published import published_analysis
+    from comco.report import published_analysis
 
     names = [n for n in s["probe"]["analyses"] if any(r.get("analyses", {}).get(n) for rs in res.values() for r in rs)]
     if not names:

@@ -67,7 +67,7 @@ def file_sha(path: Path) -> str:
 # ---------------------------------------------------------------- render
 
 def plan_config(config: dict):
-    from comco.plan.planner import PlanConfig, parse_slots
+    from comco.plan import PlanConfig, parse_slots
 
     return PlanConfig(
         object_set=config["object_set"], objects=tuple(config["objects"]), n=config["n"], seed=config["seed"],
@@ -79,8 +79,8 @@ def plan_config(config: dict):
 
 
 def render(config: dict, deps: dict, out: Path) -> dict:
-    from comco.data.folder import Dataset
-    from comco.render.run import RenderOptions, run_render
+    from comco.data import Dataset
+    from comco.render import RenderOptions, run_render
 
     cfg = plan_config(config)
     workers = config["workers"] or (os.cpu_count() or 1)
@@ -99,9 +99,9 @@ def render(config: dict, deps: dict, out: Path) -> dict:
 
 def captions(config: dict, deps: dict, out: Path) -> dict:
     """The rendered dataset with mention orders and captions re-planned at order bias p."""
-    from comco.data.folder import INFO, SCENES, Dataset, config_hash
+    from comco.data import INFO, SCENES, Dataset, config_hash
     from comco.manifest import load_object_set
-    from comco.plan.planner import PlanConfig, Planner
+    from comco.plan import PlanConfig, Planner
 
     base = Dataset(deps["data"] / DATA)
     info = json.loads(json.dumps(base.info))
@@ -153,7 +153,7 @@ def _check_same_scene(rendered: dict, planned: dict) -> None:
 # ---------------------------------------------------------------- training
 
 def _train(kind: str, out: Path, data: Path, config: dict, options: dict, **extra) -> dict:
-    from comco.train.run import make_config, run_training
+    from comco.train import make_config, run_training
 
     checkpoint = out / "checkpoint.pt"
     steps = config["steps"]
@@ -231,10 +231,10 @@ def _groups(groups: list[dict]) -> dict:
 
 
 def probe(config: dict, deps: dict, out: Path) -> dict:
-    from comco.probes.sensitivity import sensitivity, tor_summary
-    from comco.models.factory import load_model
-    from comco.probes.embed import Embedder
-    from comco.probes.probe_data import open_dataset
+    from comco.probes import sensitivity, tor_summary
+    from comco.models import load_model
+    from comco.probes import Embedder
+    from comco.probes import open_dataset
     from comco.probes import ProbeOptions, run_probes
 
     model = f"ckpt:{deps['model'] / 'model.pt'}"
@@ -257,7 +257,7 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     if config["summary"]:
         res["tor"]["summary"] = _groups(tor_summary(data, emb, **kw))
     if config["analyses"]:
-        from comco.probes.natural.run import ModelSpec, run_natural_eval
+        from comco.probes.natural import ModelSpec, run_natural_eval
 
         payload = run_natural_eval("analyses", "comco", test, [ModelSpec(model)], "all", out / "analyses",
                                    device=device, batch_size=config["batch_size"], cache_dir=None,
