@@ -5,5 +5,5 @@ from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
     "LoadedModel": "factory", "load_model": "factory", "list_models": "factory",
-    "save_checkpoint": "factory", "load_checkpoint": "factory", "build_open_clip": "factory",
+    "ModelRef": "ref", "pair_models": "ref", "save_checkpoint": "factory", "load_checkpoint": "factory", "build_open_clip": "factory",
 })

@@ -1,0 +1,49 @@
+"""A model as the user names it: `--model` and its `--pretrained`, one pairing rule and one
+label for probe, eval, train and the lab (no torch here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from comco.errors import UserError
+
+SELF_CONTAINED = ("hf:", "ckpt:")  # folders and checkpoints carry their own weights
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """An open_clip name with its weights (a tag, a file or "none"), or `hf:DIR` / `ckpt:PATH`."""
+    name: str
+    pretrained: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How tables and reports name the model: "ViT-B-32 (openai)", "hf:DIR", "ckpt:PATH"."""
+        if self.name.startswith(SELF_CONTAINED):
+            return self.name
+        return f"{self.name} ({self.pretrained or 'none'})"
+
+    def load(self, device: str = "cpu"):
+        """The LoadedModel (comco.models.load_model)."""
+        from comco.models.factory import load_model
+
+        return load_model(self.name, self.pretrained, device)
+
+
+def pair_models(models: list[str], pretrained: list[str]) -> list[ModelRef]:
+    """Pair each `--model` with its `--pretrained`.
+
+    Args:
+        models: the `--model` values, in order.
+        pretrained: none (random or self-contained weights), one for every open_clip model
+            (hf: and ckpt: models keep their own), or one per model in order.
+    """
+    if not models:
+        raise UserError("give at least one --model (e.g. --model ViT-B-32 --pretrained openai); see --list-models")
+    if len(pretrained) not in (0, 1, len(models)):
+        raise UserError(f"{len(models)} --model and {len(pretrained)} --pretrained: give one --pretrained "
+                        "for all models or one per --model")
+    if len(pretrained) == len(models) and len(models) > 1:
+        return [ModelRef(m, p) for m, p in zip(models, pretrained)]
+    shared = pretrained[0] if pretrained else None
+    return [ModelRef(m, None if m.startswith(SELF_CONTAINED) else shared) for m in models]
