@@ -12,6 +12,7 @@ import errno
 import os
 import resource
 import shutil
+import tempfile
 import traceback
 
 from comco.manifest import load_object_set
@@ -42,12 +43,22 @@ def _check_written(path: str) -> None:
         raise RuntimeError(f"Blender wrote an unreadable image {path}: {exc}") from None
 
 
+def _use_scratch(cfg: dict) -> str:
+    """The parent's scratch folder for this worker (it removes it when the worker ends or is
+    killed); Blender's own temp files go there too, so a killed worker leaves nothing behind."""
+    work = cfg["scratch"]
+    os.environ["TMPDIR"] = work  # read by Blender when bpy is imported
+    tempfile.tempdir = work
+    return work
+
+
 def serve(conn, cfg: dict) -> None:
     _redirect_output(cfg["out"])
+    work = _use_scratch(cfg)
     import bpy  # noqa: F401  (first import of bpy happens here, in the worker process)
 
     from comco.scenes.instancer import Instancer, ObjectBuildError
-    from comco.scenes.measure import build_id_scene, scratch_dir
+    from comco.scenes.measure import build_id_scene
     from comco.scenes.stage import build_stage, reset
 
     reset()
@@ -57,7 +68,6 @@ def serve(conn, cfg: dict) -> None:
     scene.collection.children.link(objects)
     id_scene = build_id_scene(scene, objects)
     inst = Instancer(load_object_set(cfg["object_set"]), objects)
-    work = scratch_dir()
     root = cfg["out"]
     conn.send({"kind": "ready", "pid": os.getpid()})
     done = 0
