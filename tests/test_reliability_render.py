@@ -244,6 +244,20 @@ def test_a_stopped_worker_is_replaced_and_its_image_retried(tmp_path):
     assert not list(tmp.glob("comco-render-*"))  # the killed worker's scratch is gone too
 
 
+def test_workers_that_cannot_start_end_the_run(tmp_path):
+    # A bpy that the parent finds but the workers cannot import: they die before they are ready.
+    fake = tmp_path / "fake"
+    (fake / "bpy").mkdir(parents=True)
+    (fake / "bpy" / "__init__.py").write_text("raise ImportError('a broken bpy')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "nostart"
+    r = subprocess.run(render_args(out, "--quiet", "--n", "2"), capture_output=True, text=True, env=env,
+                       timeout=300)  # it used to start workers forever
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
+    assert "fail to start" in r.stderr and ".logs" in r.stderr
+    assert any("a broken bpy" in log.read_text() for log in (out / ".logs").iterdir())
+
+
 @pytest.mark.parametrize("value", ["-1", "nan"])
 def test_bad_image_timeout(tmp_path, value):
     r = render(tmp_path / "x", "--n", "1", "--image-timeout", value, check=False)

@@ -265,8 +265,8 @@ class WorkerPool:
             self.failed_starts += 1
             if self.failed_starts >= 3:  # replacing it again would loop forever
                 self._replace(w, kill=kill, restart=False)
-                raise RuntimeError(f"render workers fail to start (3 in a row); their output is in "
-                                   f"{Path(self.cfg['out']) / '.logs'}")
+                raise UserError(f"render workers fail to start (3 in a row); their output is in "
+                                f"{Path(self.cfg['out']) / '.logs'}")
         self._replace(w, kill=kill)
 
     def _replace(self, w: dict, kill: bool = False, restart: bool = True) -> None:
