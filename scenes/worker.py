@@ -12,8 +12,10 @@ import errno
 import os
 import resource
 import shutil
+import tempfile
 import traceback
 
+from comco.io import atomic_path
 from comco.manifest import load_object_set
 
 
@@ -42,12 +44,22 @@ def _check_written(path: str) -> None:
         raise RuntimeError(f"Blender wrote an unreadable image {path}: {exc}") from None
 
 
+def _use_scratch(cfg: dict) -> str:
+    """The parent's scratch folder for this worker (it removes it when the worker ends or is
+    killed); Blender's own temp files go there too, so a killed worker leaves nothing behind."""
+    work = cfg["scratch"]
+    os.environ["TMPDIR"] = work  # read by Blender when bpy is imported
+    tempfile.tempdir = work
+    return work
+
+
 def serve(conn, cfg: dict) -> None:
     _redirect_output(cfg["out"])
+    work = _use_scratch(cfg)
     import bpy  # noqa: F401  (first import of bpy happens here, in the worker process)
 
     from comco.scenes.instancer import Instancer, ObjectBuildError
-    from comco.scenes.measure import build_id_scene, scratch_dir
+    from comco.scenes.measure import build_id_scene
     from comco.scenes.stage import build_stage, reset
 
     reset()
@@ -57,7 +69,6 @@ def serve(conn, cfg: dict) -> None:
     scene.collection.children.link(objects)
     id_scene = build_id_scene(scene, objects)
     inst = Instancer(load_object_set(cfg["object_set"]), objects)
-    work = scratch_dir()
     root = cfg["out"]
     conn.send({"kind": "ready", "pid": os.getpid()})
     done = 0
@@ -97,18 +108,15 @@ def _render_job(job, record, scene, id_scene, inst, root, work, done) -> dict:
     set_lights(scene, record["lights"])
     live = [inst.add(o, i) for i, o in enumerate(record["objects"])]
     final = os.path.join(root, record["image"])
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    # Beside the final file, so the rename is atomic (a rename across file systems is not).
-    tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp.png")
-    render_to(scene, tmp)
-    _check_written(tmp)
-    measured, labels = measure(id_scene, live, work)
-    for o, m in zip(record["objects"], measured):
-        o["measured"] = m
-    if job.get("mask"):
-        mask = os.path.join(root, "masks", os.path.basename(record["image"]))
-        os.makedirs(os.path.dirname(mask), exist_ok=True)
-        save_mask(labels, mask)
-    os.replace(tmp, final)
+    # The image counts only once it is measured (and its mask written): until then it is a
+    # temporary file beside the final one, which a killed run's successor sweeps away.
+    with atomic_path(final) as tmp:
+        render_to(scene, str(tmp))
+        _check_written(str(tmp))
+        measured, labels = measure(id_scene, live, work)
+        for o, m in zip(record["objects"], measured):
+            o["measured"] = m
+        if job.get("mask"):
+            save_mask(labels, os.path.join(root, "masks", os.path.basename(record["image"])))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"kind": "done", "record": record, "rss_mb": rss_mb, "served": done + 1}

@@ -138,6 +138,7 @@ def render(
     max_retries: Annotated[int, typer.Option("--max-retries", help="Re-plans of a scene whose render fails a check.")] = 5,
     shard: Annotated[str, typer.Option(help="Render slice i/N (or auto under SLURM arrays).")] = "0/1",
     threads: Annotated[int, typer.Option(help="Blender threads per worker (0 = all cores).")] = 0,
+    image_timeout: Annotated[Optional[float], typer.Option("--image-timeout", help="Seconds a worker may take for one image before it counts as hung, is replaced and the image retried (default: from preset and resolution, at least 120; 0 = no limit).")] = None,
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
@@ -148,14 +149,18 @@ def render(
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
                          max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
                          min_pixels=min_pixels,
-                         min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads)
+                         min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads,
+                         image_timeout=image_timeout)
     s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
     per = s["seconds"] / max(1, s["rendered"])
     crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""
+    crashes += f", {s['hung']} hung workers replaced" if s["hung"] else ""
     _say(quiet, f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
                 f"{s['retries']} re-planned{crashes}, {per:.2f} s per image -> {out}")
     if s["failures"]:
-        typer.echo(f"{len(s['failures'])} scenes failed their checks; reasons in {out / 'failures.jsonl'}", err=True)
+        again = f" ({s['transient']} lost to crashed workers: --resume tries them again)" if s["transient"] else ""
+        typer.echo(f"{len(s['failures'])} scenes failed their checks; reasons in {out / 'failures.jsonl'}{again}",
+                   err=True)
         raise typer.Exit(1)
 
 
@@ -282,13 +287,26 @@ def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folde
     _say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Typer turns Ctrl-C inside a command into exit 130 with the KeyboardInterrupt as the cause."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def main() -> None:
     try:
         app()
     except UserError as exc:
         typer.echo(f"comco: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit) as exc:
+        if (isinstance(exc, SystemExit) and exc.code != 130) or not _interrupted(exc):
+            raise
         typer.echo("comco: interrupted; completed work is kept (use --resume)", err=True)
         sys.exit(130)
 

@@ -4,7 +4,9 @@ This module never imports bpy: workers are separate processes that import
 `comco.scenes.worker`. Finished records go to an append-only journal as they
 arrive, images are written atomically by the workers, so an interrupted run
 resumes (`--resume`) where it stopped; at the end the journal becomes the
-dataset's `scenes.jsonl` in index order.
+dataset's `scenes.jsonl` in index order. One run holds a folder at a time
+(OUT/.lock); a worker that crashes or goes silent past `--image-timeout` is
+replaced and its image retried.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -25,6 +28,7 @@ from pathlib import Path
 from comco.data.folder import FAILURES, INFO, METADATA, SCENES, SINGLES, check_writable, metadata_rows, prepare_out
 from comco.io import dumps, write_json, write_jsonl
 from comco.errors import UserError
+from comco.data.validate import image_problem
 from comco.record import PRESETS
 from comco.data.writer import dataset_info, make_planner
 from comco.plan.planner import PlanConfig, Planner
@@ -33,6 +37,9 @@ from comco.render.checks import check_rendered
 
 JOURNAL = "journal.jsonl"
 COCO = "annotations.json"
+LOCK = ".lock"
+SCRATCH_PREFIX = "comco-render-"  # + owner pid + "-": each worker's ID renders and Blender's temp files
+CRASHED_TWICE = "the render worker crashed twice"
 
 
 class DiskFull(Exception):
@@ -55,6 +62,7 @@ class RenderOptions:
     max_retries: int = 5
     shard: tuple[int, int] = (0, 1)
     threads: int = 0
+    image_timeout: float | None = None  # seconds per image; None: from preset and resolution, 0: no limit
 
     def image_config(self) -> dict:
         """What changes the images (and so the dataset's configuration hash)."""
@@ -86,6 +94,8 @@ def check_environment(opts: RenderOptions) -> None:
         raise UserError("bpy is not installed: pip install 'bpy==5.0.*' (Python 3.11) to render")
     if opts.workers < 1:
         raise UserError(f"--workers {opts.workers}: at least 1")
+    if opts.image_timeout is not None and not opts.image_timeout >= 0:  # also refuses nan
+        raise UserError(f"--image-timeout {opts.image_timeout}: give seconds, at least 0 (0 = no limit)")
     if opts.preset not in PRESETS:
         raise UserError(f"--preset {opts.preset}: use one of {', '.join(PRESETS)}")
     if opts.device not in DEVICES:
@@ -106,29 +116,99 @@ def nvidia_gpu_present() -> bool:
         return False
 
 
+def image_timeout(opts: RenderOptions, resolution: tuple[int, int]) -> float:
+    """Seconds one image may take before its worker counts as hung (0 = no limit).
+
+    The default is 20 times a slow estimate (a loaded 2-core CPU: draft 0.5 s, Cycles
+    15 s at 24 samples, EEVEE 2 s per 512x512 image), and at least two minutes, so that
+    only a worker that has stopped answering reaches it."""
+    if opts.image_timeout is not None:
+        return opts.image_timeout
+    megapixels = resolution[0] * resolution[1] / (512 * 512)
+    if opts.preset == "draft":
+        estimate = 0.5 * megapixels
+    elif opts.preset == "eevee":
+        estimate = 2.0 * megapixels * (opts.samples or 32) / 32
+    else:
+        estimate = 15.0 * megapixels * (opts.samples or (24 if opts.preset == "cycles" else 128)) / 24
+    return max(120.0, 20 * estimate)
+
+
+def _lock(out: Path):
+    """One render per folder at a time (an advisory lock on OUT/.lock, held for the run): a
+    second run would sweep the first one's in-flight images and interleave the journal."""
+    import fcntl
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        handle = open(out / LOCK, "a")
+    except OSError as exc:
+        raise UserError(f"--out {out} is not writable ({exc.strerror}); choose another folder") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise UserError(f"--out {out} is in use by another `comco render`; wait for it to finish "
+                        f"or choose another --out") from None
+    return handle
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def sweep_scratch() -> None:
+    """Remove scratch folders left by render runs that were killed (their owner is dead)."""
+    for d in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
+        owner = d.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)) and d.is_dir() and not d.is_symlink():
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def _worker_entry(conn, cfg: dict) -> None:
     # Runs in a fresh (spawned) process: bpy is imported there, never here.
+    # Ctrl-C reaches the whole process group: the parent alone decides, and stops the workers.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from comco.scenes.worker import serve
 
     serve(conn, cfg)
 
 
 class WorkerPool:
-    """Workers over pipes; a dead or retired worker is replaced, its job retried once."""
+    """Workers over pipes; a dead, hung or retired worker is replaced, its job retried once.
 
-    def __init__(self, n: int, cfg: dict):
+    Each worker gets a scratch folder (its ID renders and Blender's temp files) that the
+    pool removes when the worker ends, is killed or is replaced."""
+
+    def __init__(self, n: int, cfg: dict, timeout: float = 0.0):
         self.ctx = mp.get_context("spawn")
         self.cfg = cfg
+        self.timeout = timeout  # 0: wait forever
+        # Starting bpy is slower than a draft image; a worker that never says ready is hung too.
+        self.start_timeout = max(timeout, 300.0) if timeout else 0.0
+        self.failed_starts = 0
         self.workers: list[dict] = []
         for _ in range(n):
             self._start()
 
     def _start(self) -> dict:
+        scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker_entry, args=(child, self.cfg), daemon=True)
+        proc = self.ctx.Process(target=_worker_entry, args=(child, {**self.cfg, "scratch": scratch}), daemon=True)
         proc.start()
         child.close()
-        w = {"proc": proc, "conn": parent, "job": None, "ready": False}
+        w = {"proc": proc, "conn": parent, "job": None, "ready": False, "scratch": scratch,
+             "since": time.monotonic()}
         self.workers.append(w)
         return w
 
@@ -140,10 +220,11 @@ class WorkerPool:
 
     def send(self, w: dict, job: dict) -> None:
         w["job"] = job
+        w["since"] = time.monotonic()
         w["conn"].send(job)
 
     def events(self, timeout: float = 1.0) -> list[tuple[dict, dict]]:
-        """(job, message) pairs for finished jobs; crashed workers give a 'crashed' message."""
+        """(job, message) pairs for finished jobs; crashed or hung workers give a 'crashed' message."""
         out = []
         conns = {w["conn"]: w for w in self.workers}
         sentinels = {w["proc"].sentinel: w for w in self.workers}
@@ -157,28 +238,56 @@ class WorkerPool:
                 msg = None
             if msg is None:  # the process died (killed, out of memory, segfault)
                 job = w["job"]
-                self._replace(w)
+                self._lost(w)
                 if job is not None:
-                    out.append((job, {"kind": "crashed"}))
+                    out.append((job, {"kind": "crashed", "why": "crashed"}))
                 continue
             if msg["kind"] == "ready":
                 w["ready"] = True
+                self.failed_starts = 0
                 continue
             job, w["job"] = w["job"], None
             out.append((job, msg))
             if msg.get("last"):  # it retires after this answer (--max-per-worker): start a fresh one
                 self._replace(w)
+        now = time.monotonic()
+        for w in list(self.workers):  # silent too long (a stopped or deadlocked Blender): as if it crashed
+            limit = self.timeout if w["job"] is not None else 0.0 if w["ready"] else self.start_timeout
+            if limit and now - w["since"] > limit:
+                job = w["job"]
+                self._lost(w, kill=True)
+                if job is not None:
+                    out.append((job, {"kind": "crashed", "why": f"gave no answer in {limit:g} s"}))
         return out
 
-    def _replace(self, w: dict) -> None:
+    def _lost(self, w: dict, kill: bool = False) -> None:
+        if not w["ready"]:
+            self.failed_starts += 1
+            if self.failed_starts >= 3:  # replacing it again would loop forever
+                self._replace(w, kill=kill, restart=False)
+                raise UserError(f"render workers fail to start (3 in a row); their output is in "
+                                f"{Path(self.cfg['out']) / '.logs'}")
+        self._replace(w, kill=kill)
+
+    def _replace(self, w: dict, kill: bool = False, restart: bool = True) -> None:
         self.workers.remove(w)
+        if kill:
+            w["proc"].kill()  # SIGKILL ends a stopped process too
         w["proc"].join(timeout=5)
         if w["proc"].is_alive():
             w["proc"].kill()
-        self._start()
+            w["proc"].join(timeout=5)
+        w["conn"].close()
+        shutil.rmtree(w["scratch"], ignore_errors=True)
+        if restart:
+            self._start()
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop every worker: ask them to finish (or kill them at once), then remove their scratch."""
         for w in self.workers:
+            if kill:
+                w["proc"].kill()
+                continue
             try:
                 w["conn"].send(None)
             except (OSError, BrokenPipeError):
@@ -187,10 +296,14 @@ class WorkerPool:
             w["proc"].join(timeout=10)
             if w["proc"].is_alive():
                 w["proc"].kill()
+                w["proc"].join(timeout=5)
+            shutil.rmtree(w["scratch"], ignore_errors=True)
+        self.workers = []
 
 
 def _read_journal(out: Path) -> dict[str, dict]:
-    """Completed entries by key; a line cut by a crash is ignored (its image is re-rendered)."""
+    """Entries by key, the last of a key winning; a line cut by a crash is ignored (its image
+    is re-rendered), and so is an 'ok' entry whose image is gone."""
     path = out / JOURNAL
     done: dict[str, dict] = {}
     if not path.is_file():
@@ -208,6 +321,53 @@ def _read_journal(out: Path) -> dict[str, dict]:
     return done
 
 
+def _end_journal(path: Path) -> None:
+    """Before appending: a last line cut by a kill or a full disk is ended when it holds a
+    whole entry and cut off when not, so the next entry starts a line of its own (appended
+    to a cut line, both would be lost)."""
+    if not path.is_file():
+        return
+    with open(path, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        start, pos = 0, size
+        while pos > 0:  # back to the last newline; entries can be long (many mention orders)
+            step = min(1 << 16, pos)
+            pos -= step
+            f.seek(pos)
+            i = f.read(step).rfind(b"\n")
+            if i >= 0:
+                start = pos + i + 1
+                break
+        f.seek(start)
+        try:
+            whole = isinstance(json.loads(f.read()), dict)
+        except ValueError:
+            whole = False
+        if whole:
+            f.seek(size)
+            f.write(b"\n")
+        else:
+            f.truncate(start)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _settled(out: Path, entry: dict, masks: bool) -> bool:
+    """Whether --resume may skip this entry: an image (and mask) that decodes, or a final failure.
+    A worker that crashed or hung is no verdict on the scene: it is tried again."""
+    if entry["status"] == "failed":
+        return not (entry.get("transient") or entry.get("reason") == CRASHED_TWICE)
+    rec = entry["record"]
+    if image_problem(out / rec["image"], rec.get("resolution")):
+        return False
+    return not masks or image_problem(out / "masks" / Path(rec["image"]).name) is None
+
+
 def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bool = False, resume: bool = False,
                quiet: bool = False) -> dict:
     check_environment(opts)
@@ -215,8 +375,17 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
     info = dataset_info(planner)
     info["config"]["render"] = opts.image_config()
     info = {**info, **_rehash(info)}
+    lock = _lock(out)
+    try:
+        return _render_locked(cfg, opts, out, planner, info, overwrite=overwrite, resume=resume, quiet=quiet)
+    finally:
+        lock.close()
+
+
+def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Planner, info: dict, *,
+                   overwrite: bool, resume: bool, quiet: bool) -> dict:
     state = prepare_out(out, info, overwrite=overwrite, resume=resume)
-    if state == "same" and not resume and (out / JOURNAL).exists():
+    if state == "same" and not resume and not overwrite and (out / JOURNAL).exists():
         raise UserError(f"--out {out} already holds this dataset (partly) rendered; pass --resume to continue "
                         f"or --overwrite to start again")
     if state == "overwrite" or (overwrite and state == "same"):
@@ -225,11 +394,15 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
         for d in ("images", "singles", "masks"):
             shutil.rmtree(out / d, ignore_errors=True)
     check_writable(out)
-    for leftover in out.glob("*/.*.tmp.png"):  # images cut by a kill: never part of the dataset
-        leftover.unlink()
+    for leftover in [*out.glob("*/.*.tmp.png"), *out.glob("masks/*.tmp.png")]:  # cut by a kill: never part
+        leftover.unlink()                                                        # of the dataset
+    sweep_scratch()
     write_json(out / INFO, {**info, "rendered": False})
-    done = _read_journal(out) if resume else {}
-    if not resume:
+    if resume:
+        _end_journal(out / JOURNAL)
+        done = {k: e for k, e in _read_journal(out).items() if _settled(out, e, opts.masks)}
+    else:
+        done = {}
         (out / JOURNAL).unlink(missing_ok=True)
 
     shard_i, shard_n = opts.shard
@@ -238,11 +411,12 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
     jobs += [("single", s) for s in singles if f"single:{s['id']}" not in done]
     total = len(jobs) + len(done)
     t0 = time.perf_counter()
-    stats = {"rendered": 0, "failed": 0, "retries": 0, "crashes": 0, "rss_mb": {}}
+    stats = {"rendered": 0, "failed": 0, "retries": 0, "crashes": 0, "hung": 0, "rss_mb": {}}
     worker_cfg = {"object_set": cfg.object_set, "preset": opts.preset, "resolution": list(cfg.resolution),
                   "device": opts.device, "samples": opts.samples, "threads": opts.threads, "out": str(out),
                   "max_per_worker": opts.max_per_worker}
-    pool = WorkerPool(min(opts.workers, max(1, len(jobs))), worker_cfg) if jobs else None
+    timeout = image_timeout(opts, cfg.resolution)
+    pool = WorkerPool(min(opts.workers, max(1, len(jobs))), worker_cfg, timeout) if jobs else None
     try:
         with progress(total, "render", "images", quiet) as bar, open(out / JOURNAL, "a", encoding="utf-8") as journal:
             bar.advance(len(done))
@@ -267,6 +441,11 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
                         journal.write(dumps(entry) + "\n")
                         journal.flush()
                         bar.advance()
+    except KeyboardInterrupt:  # Ctrl-C: stop now; images in flight are swept at the next start
+        if pool:
+            pool.close(kill=True)
+            pool = None
+        raise
     except (DiskFull, OSError) as exc:
         if isinstance(exc, OSError) and exc.errno != errno.ENOSPC:
             raise
@@ -301,12 +480,14 @@ def _settle(planner, opts, job, msg, crashed_once, queue, stats) -> dict | None:
     """Turn a worker's answer into a journal entry, or queue a retry."""
     rec = job["record"]
     if msg["kind"] == "crashed":
-        stats["crashes"] += 1
+        stats["crashes" if msg["why"] == "crashed" else "hung"] += 1
         if job["key"] not in crashed_once:
             crashed_once.add(job["key"])
             queue.append(job)
             return None
-        return {"key": job["key"], "status": "failed", "record": rec, "reason": "the render worker crashed twice"}
+        # Transient: the next --resume tries it again.
+        reason = CRASHED_TWICE if msg["why"] == "crashed" else f"the render worker {msg['why']}, twice"
+        return {"key": job["key"], "status": "failed", "record": rec, "reason": reason, "transient": True}
     if msg["kind"] == "error":
         raise RuntimeError(f"render worker failed on {job['key']}:\n{msg['reason']}")
     if msg["kind"] == "failed":  # a broken object: another seed would not mend it
@@ -336,6 +517,7 @@ def finalize(out: Path, info: dict, planner: Planner, coco: bool = False) -> dic
                      key=lambda r: r["id"])
     failures = [{"key": e["key"], "id": e["record"]["id"], "reason": e["reason"], "retry": e["record"].get("retry")}
                 for e in entries.values() if e["status"] == "failed"]
+    transient = sum(1 for e in entries.values() if e["status"] == "failed" and not _settled(out, e, False))
     write_jsonl(out / SCENES, scenes)
     if singles:
         write_jsonl(out / SINGLES, singles)
@@ -353,4 +535,4 @@ def finalize(out: Path, info: dict, planner: Planner, coco: bool = False) -> dic
     info["counts"] = {**info["counts"], "rendered": len(scenes), "singles": len(singles), "failed": len(failures),
                       "retried": sum(1 for r in scenes if r.get("retry"))}
     write_json(out / INFO, info)
-    return {"rendered_total": len(scenes), "singles": len(singles), "failures": failures}
+    return {"rendered_total": len(scenes), "singles": len(singles), "failures": failures, "transient": transient}
