@@ -9,7 +9,9 @@ the pixels it would cover alone, for the visible fraction).
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import bpy
@@ -118,4 +120,8 @@ def save_mask(labels: np.ndarray, path: str) -> None:
 
 
 def scratch_dir() -> str:
-    return tempfile.mkdtemp(prefix="comco-render-")
+    """A temporary folder for ID renders, removed when this process exits (the render
+    workers get theirs from the render run, which owns their lifetime)."""
+    path = tempfile.mkdtemp(prefix="comco-scratch-")
+    atexit.register(shutil.rmtree, path, True)
+    return path

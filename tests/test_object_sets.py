@@ -2,6 +2,7 @@
 object shows up in a tiny draft render, and colours repaint only colourable objects."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -90,9 +91,13 @@ def test_calibrate_measures_fills_and_writes_them(tmp_path):
     manifest = tmp_path / "set" / "objects.toml"
     manifest.write_text(re.sub(r"(?m)^fill\s*=.*\n", "", manifest.read_text()))
     before = Planner(PlanConfig(object_set=str(tmp_path / "set"), n=1), load_object_set(tmp_path / "set")).singles()
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     r = subprocess.run([sys.executable, "-m", "comco.cli", "objects", "calibrate", str(tmp_path / "set"), "--write",
-                        "--resolution", "96", "--turns", "2"], capture_output=True, text=True)
+                        "--resolution", "96", "--turns", "2"], capture_output=True, text=True,
+                       env={**os.environ, "TMPDIR": str(temp)})
     assert r.returncode == 0, r.stderr[-2000:]
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("comco-")]  # its ID-render folder is gone
     oset = load_object_set(tmp_path / "set")
     assert oset.get("cube").fill > 0.9 and oset.get("star").fill < 0.45
     assert all(o.fill is not None for o in oset.objects)
