@@ -282,13 +282,37 @@ def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folde
     _say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
 
 
-def main() -> None:
+def _usage_line(exc) -> str:
+    """click's usage errors (unknown option, a bad int) as one line, like every other error."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    return f"comco: error: {message}{hint}"
+
+
+def _click_exceptions():
+    """The exceptions module of the click that typer runs on (typer >= 0.2x vendors its own copy)."""
     try:
-        app()
+        from typer._click import exceptions
+    except ImportError:
+        from click import exceptions
+    return exceptions
+
+
+def main() -> None:
+    click = _click_exceptions()
+    try:
+        # standalone_mode=False: click hands usage errors to us instead of drawing its boxed panel
+        code = app(prog_name="comco", standalone_mode=False)
     except UserError as exc:
         typer.echo(f"comco: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except click.NoArgsIsHelpError:
+        sys.exit(2)  # a bare group: typer has printed its help already
+    except click.ClickException as exc:
+        typer.echo(_usage_line(exc), err=True)
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         typer.echo("comco: interrupted; completed work is kept (use --resume)", err=True)
         sys.exit(130)
-
+    sys.exit(code if isinstance(code, int) else 0)
