@@ -95,6 +95,22 @@ def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, co
     )
 
 
+def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:
+    """The render options' ranges, before anything is planned or written."""
+    if samples is not None and not 1 <= samples <= 65536:
+        raise UserError(f"--samples {samples}: use 1..65536 Cycles samples (or leave it to the preset)")
+    if not 0.0 <= min_visible <= 1.0:
+        raise UserError(f"--min-visible {min_visible}: a fraction of each object in 0..1")
+    if min_pixels < 0:
+        raise UserError(f"--min-pixels {min_pixels}: a pixel count, 0 or more")
+    if not 0 <= max_retries <= 100:
+        raise UserError(f"--max-retries {max_retries}: use 0..100 re-plans per scene")
+    if max_per_worker < 1:
+        raise UserError(f"--max-per-worker {max_per_worker}: at least 1 image per worker")
+    if threads < 0:
+        raise UserError(f"--threads {threads}: 0 (all cores) or more")
+
+
 def _say(quiet: bool, text: str) -> None:
     if not quiet:
         typer.echo(text)
@@ -143,6 +159,7 @@ def render(
     """Plan, then render every scene with Blender and measure what is visible."""
     from comco.render.run import RenderOptions, parse_shard, run_render
 
+    _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
                       order_bias, large_fraction, small_fraction, captions, templates)
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,

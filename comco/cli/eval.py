@@ -74,6 +74,9 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
             import torch
 
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        from comco.models.factory import check_device
+
+        check_device(device)
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
         with embedding_progress(quiet) as progress:
             run_natural_eval(kind, benchmark, root, model_specs(models, pretrained), protocol, out,

@@ -59,6 +59,15 @@ def probe(
     tags = pretrained * len(model) if len(pretrained) == 1 else (pretrained or [None] * len(model))
     if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
         raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit {limit}: probe at least 1 scene (leave --limit out for all)")
+    if tuples < 1 or (max_distractors is not None and max_distractors < 0):
+        raise UserError("--tuples must be >= 1 and --max-distractors >= 0")
+    from comco.models.factory import check_device
+    from comco.plan.rng import check_seed
+
+    check_seed(seed)
+    check_device(device)
     if dataset is not None and not Path(dataset).is_dir():
         raise UserError(f"{dataset} is not a folder; give a dataset made by `comco plan` / `comco render`")
     opts = ProbeOptions(

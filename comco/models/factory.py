@@ -90,6 +90,25 @@ class LoadedModel:
         return visual
 
 
+def check_device(name: str) -> str:
+    """A device this machine has: cpu, cuda or cuda:N (probe, eval and train share this check)."""
+    import re
+
+    if name == "cpu":
+        return name
+    if not re.fullmatch(r"cuda(:\d+)?", name):
+        raise UserError(f"--device {name}: use cpu, cuda or cuda:N")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError(f"--device {name}: no CUDA device here; use --device cpu")
+    index = int(name.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise UserError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA devices "
+                        f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+    return name
+
+
 def list_models() -> list[str]:
     import open_clip
 
