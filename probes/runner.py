@@ -18,6 +18,7 @@ class ProbeOptions:
     templates: list[str] | None = None  # TOR/TOC caption templates; None: all colour-free ones present
     text_template: str = "photo"  # captions probes write (I2TOR, matching, text-only TOR)
     text_only: bool = False
+    tor_gallery: str = "names"  # TOR's gallery: bare names (ComCO's scripts) or "template" (the query's template)
     object_counts: list[int] = field(default_factory=lambda: [2, 3, 4, 5])  # text-only tuple sizes
     tuples: int = 1000  # text-only captions per object count (rounded up to whole balanced rounds)
     n_boot: int = 1000
@@ -159,8 +160,9 @@ def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[
     if probe == "tor":
         if opts.text_only:
             tpl = texts.get_template(book, opts.text_template)
-            return {"tor": tor.tor_text_only(names, obj_set, emb, tpl, opts.object_counts, tuples=opts.tuples, **kw)}
-        return {"tor": tor.tor_dataset(data, emb, templates, **kw)}
+            return {"tor": tor.tor_text_only(names, obj_set, emb, tpl, opts.object_counts, tuples=opts.tuples,
+                                             gallery=opts.tor_gallery, **kw)}
+        return {"tor": tor.tor_dataset(data, emb, templates, gallery=opts.tor_gallery, **kw)}
     if probe == "ior":
         by_size, by_slot = ior.ior(data, emb, **kw)
         return {"ior": by_size, "ior_slot": by_slot}

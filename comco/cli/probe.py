@@ -25,6 +25,7 @@ def probe(
     objects: str = typer.Option("2-5", "--objects", help="Tuple sizes for --text-only: 4, 2-5 or 2,4."),
     tuples: int = typer.Option(1000, "--tuples", help="Captions per tuple size for --text-only (rounded up to balanced rounds)."),
     templates: Optional[str] = typer.Option(None, "--templates", help="Caption templates for TOR/TOC (default: all colour-free ones in the data)."),
+    tor_gallery: str = typer.Option("names", "--tor-gallery", help="TOR gallery: names (bare object names, ComCO's protocol) or template (each name in the query's template)."),
     text_template: str = typer.Option("photo", "--text-template", help="Template of the captions probes write (I2TOR, matching, text-only)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95 % intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed for sampling, splits and the bootstrap."),
@@ -66,13 +67,16 @@ def probe(
     from comco.models.factory import check_device
     from comco.plan.rng import check_seed
 
+    from comco.probes.tor import check_gallery
+
+    check_gallery(tor_gallery)
     check_seed(seed)
     check_device(device)
     if dataset is not None and not Path(dataset).is_dir():
         raise UserError(f"{dataset} is not a folder; give a dataset made by `comco plan` / `comco render`")
     opts = ProbeOptions(
         probes=parse_probes(probes), templates=[t.strip() for t in templates.split(",")] if templates else None,
-        text_template=text_template, text_only=text_only, object_counts=list(parse_counts(objects)),
+        text_template=text_template, text_only=text_only, tor_gallery=tor_gallery, object_counts=list(parse_counts(objects)),
         tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
         cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
         test_fraction=test_fraction, limit=limit, plots=not no_plots)
