@@ -32,6 +32,10 @@ class TrainConfig:
     weight_decay: float = 0.01
     warmup: int = 200
     optimizer: str = "adamw"
+    # torch's Adam(W) defaults, which the Long-CLIP and DeBias-CLIP code keep; scratch uses
+    # open_clip's (0.9, 0.98) and 1e-6 for training from random weights
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-8
     label_smoothing: float = 0.1
     precision: str = "auto"  # auto | fp32 | bf16 | fp16
     device: str = "auto"
@@ -79,6 +83,9 @@ class TrainConfig:
             raise UserError(f"--precision {self.precision}: one of auto, fp32, bf16, fp16")
         if self.optimizer not in ("adamw", "adam"):
             raise UserError(f"--optimizer {self.optimizer}: one of adamw, adam")
+        b1, b2 = self.adam_betas
+        if not (0 <= b1 < 1 and 0 <= b2 < 1) or not (math.isfinite(self.adam_eps) and self.adam_eps > 0):
+            raise UserError(f"--adam-betas {b1},{b2} / --adam-eps {self.adam_eps}: betas in [0, 1), eps > 0")
         self._check_options()
         if self.device != "auto":
             from comco.models.factory import check_device

@@ -47,8 +47,8 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 def make_optimizer(groups: list[dict], cfg: TrainConfig) -> torch.optim.Optimizer:
     if cfg.optimizer == "adam":
         # plain Adam: weight decay (if any) as L2 in the gradient, as LABCLIP trains
-        return torch.optim.Adam(groups, lr=cfg.lr)
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6)
+        return torch.optim.Adam(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
 
 
 def plan_micro_batches(cfg: TrainConfig, step: int, n: int) -> list[tuple[int, list[int]]]:
