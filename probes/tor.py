@@ -76,8 +76,10 @@ def tor_dataset(data, embedder, template_names: list[str], *, n_boot: int, seed:
 
 
 def tor_text_only(names: list[str], object_set, embedder, template, counts: list[int], *,
-                  tuples: int, n_boot: int, seed: int, gallery: str = "names") -> list[dict]:
-    """TOR from names alone: balanced ordered tuples written with `template`."""
+                  tuples: int, n_boot: int, seed: int, gallery: str = "names",
+                  names_label: str | None = None) -> list[dict]:
+    """TOR from names alone: balanced ordered tuples written with `template`
+    (`names_label` names a fixed list such as coco90 in the group keys)."""
     gallery_emb = embedder.texts(gallery_texts(template, names, object_set, gallery))
     groups = []
     for n in counts:
@@ -87,6 +89,7 @@ def tor_text_only(names: list[str], object_set, embedder, template, counts: list
         emb = embedder.texts(caps)
         res = role_retrieval(cosine(emb, gallery_emb), tup, ORDINALS[:n], np.arange(len(tup)),
                              n_boot=n_boot, seed=seed)
-        groups.append({"key": f"text-only {template.name}, {n} objects, {GALLERIES[gallery]}",
+        listed = f" of {names_label}" if names_label else ""
+        groups.append({"key": f"text-only {template.name}, {n} objects, {GALLERIES[gallery]}{listed}",
                        "template": template.name, "n_objects": n, "tor_gallery": gallery, "skipped": 0, **res})
     return groups

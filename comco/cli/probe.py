@@ -22,6 +22,7 @@ def probe(
     out: Optional[Path] = typer.Option(None, "--out", help="Output folder for results.json, tables and plots."),
     text_only: bool = typer.Option(False, "--text-only", help="TOR from object names alone (balanced ordered tuples)."),
     object_set: Optional[str] = typer.Option(None, "--object-set", help="Object set for --text-only without a dataset."),
+    gallery: Optional[str] = typer.Option(None, "--gallery", help="--text-only over a fixed name list instead of a set: coco90 (ComCO's COCO gallery, ids 1-90), coco91 (the COCO paper's list) or coco80."),
     objects: str = typer.Option("2-5", "--objects", help="Tuple sizes for --text-only: 4, 2-5 or 2,4."),
     tuples: int = typer.Option(1000, "--tuples", help="Captions per tuple size for --text-only (rounded up to balanced rounds)."),
     templates: Optional[str] = typer.Option(None, "--templates", help="Caption templates for TOR/TOC (default: all colour-free ones in the data)."),
@@ -67,16 +68,21 @@ def probe(
     from comco.models.factory import check_device
     from comco.plan.rng import check_seed
 
+    from comco.probes.texts import name_list
     from comco.probes.tor import check_gallery
 
     check_gallery(tor_gallery)
+    if gallery is not None:
+        name_list(gallery)
+        if not text_only or dataset is not None:
+            raise UserError(f"--gallery {gallery} is for --text-only without a DATASET")
     check_seed(seed)
     check_device(device)
     if dataset is not None and not Path(dataset).is_dir():
         raise UserError(f"{dataset} is not a folder; give a dataset made by `comco plan` / `comco render`")
     opts = ProbeOptions(
         probes=parse_probes(probes), templates=[t.strip() for t in templates.split(",")] if templates else None,
-        text_template=text_template, text_only=text_only, tor_gallery=tor_gallery, object_counts=list(parse_counts(objects)),
+        text_template=text_template, text_only=text_only, tor_gallery=tor_gallery, names=gallery, object_counts=list(parse_counts(objects)),
         tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
         cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
         test_fraction=test_fraction, limit=limit, plots=not no_plots)
