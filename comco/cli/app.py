@@ -329,7 +329,12 @@ def main() -> None:
     except click.ClickException as exc:
         typer.echo(_usage_line(exc), err=True)
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, EOFError):
+            raise exc.__cause__  # typer turns any EOFError into Abort: an internal error, keep its traceback
+        typer.echo("comco: aborted", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
         typer.echo("comco: interrupted; completed work is kept (use --resume)", err=True)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
