@@ -55,5 +55,7 @@ def role_retrieval(sim: np.ndarray, targets: np.ndarray, roles: list[str], clust
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Similarity of normalised embeddings."""
-    return a @ b.T
+    """Similarity of normalised embeddings, in float64: identical rows score identically
+    wherever they sit (float32 BLAS results can differ in the last bit by position), so
+    argmax and top-n ties are decided the same way every run."""
+    return np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64).T

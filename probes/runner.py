@@ -19,6 +19,8 @@ class ProbeOptions:
     templates: list[str] | None = None  # TOR/TOC caption templates; None: all colour-free ones present
     text_template: str = "photo"  # captions probes write (I2TOR, matching, text-only TOR)
     text_only: bool = False
+    names: str | None = None  # text-only: a fixed name list (texts.NAME_LISTS, e.g. coco90) instead of a set's
+    tor_gallery: str = "names"  # TOR's gallery: bare names (ComCO's scripts) or "template" (the query's template)
     object_counts: list[int] = field(default_factory=lambda: [2, 3, 4, 5])  # text-only tuple sizes
     tuples: int = 1000  # text-only captions per object count (rounded up to whole balanced rounds)
     n_boot: int = 1000
@@ -106,10 +108,21 @@ def run_probes(dataset: Path | None, models: list[tuple[str, str | None]], opts:
     from comco.probes.probe_data import gallery_names, open_dataset
 
     if dataset is not None:
+        if opts.names:
+            raise UserError(f"--gallery {opts.names} is for --text-only without a DATASET")
         data = open_dataset(dataset)
         if opts.limit:
             data.records = data.records[: opts.limit]
         names, obj_set, info = data.names, data.object_set, data.info
+    elif opts.names:
+        from comco.manifest import load_object_set
+        from comco.probes.texts import name_list
+
+        if not opts.text_only:
+            raise UserError(f"--gallery {opts.names} is for --text-only (a dataset's gallery is its set's names)")
+        names = name_list(opts.names)
+        obj_set = load_object_set(object_set or "comco")  # only for articles ("an apple"); others by spelling
+        data, info = None, {"object_set": opts.names, "object_set_hash": None}
     else:
         if not opts.text_only:
             raise UserError("give a DATASET folder (or --text-only with --object-set)")
@@ -160,8 +173,9 @@ def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[
     if probe == "tor":
         if opts.text_only:
             tpl = texts.get_template(book, opts.text_template)
-            return {"tor": tor.tor_text_only(names, obj_set, emb, tpl, opts.object_counts, tuples=opts.tuples, **kw)}
-        return {"tor": tor.tor_dataset(data, emb, templates, **kw)}
+            return {"tor": tor.tor_text_only(names, obj_set, emb, tpl, opts.object_counts, tuples=opts.tuples,
+                                             gallery=opts.tor_gallery, names_label=opts.names, **kw)}
+        return {"tor": tor.tor_dataset(data, emb, templates, gallery=opts.tor_gallery, **kw)}
     if probe == "ior":
         by_size, by_slot = ior.ior(data, emb, **kw)
         return {"ior": by_size, "ior_slot": by_slot}

@@ -16,7 +16,7 @@ from collections import defaultdict
 import numpy as np
 
 
-def tor_summary(data, embedder, *, n_boot: int, seed: int) -> list[dict]:
+def tor_summary(data, embedder, *, n_boot: int, seed: int, gallery: str = "names") -> list[dict]:
     from comco.probes import texts
     from comco.probes.retrieval import ORDINALS, cosine, role_retrieval
     from comco.probes.tor import gallery_texts
@@ -37,13 +37,13 @@ def tor_summary(data, embedder, *, n_boot: int, seed: int) -> list[dict]:
             queries[len(order)].append(summary)
             targets[len(order)].append([index[x] for x in ordered])
             clusters[len(order)].append(rec["id"])
-    gallery = embedder.texts(gallery_texts(template, data.names, data.object_set))
+    gallery_emb = embedder.texts(gallery_texts(template, data.names, data.object_set, gallery))
     groups = []
     for n in sorted(queries):
-        res = role_retrieval(cosine(embedder.texts(queries[n]), gallery), np.array(targets[n]), ORDINALS[:n],
+        res = role_retrieval(cosine(embedder.texts(queries[n]), gallery_emb), np.array(targets[n]), ORDINALS[:n],
                              clusters[n], n_boot=n_boot, seed=seed)
         groups.append({"key": f"summary sentence, {n} objects", "template": "summary", "n_objects": n,
-                       "skipped": skipped, **res})
+                       "tor_gallery": gallery, "skipped": skipped, **res})
     return groups
 
 

@@ -9,6 +9,37 @@ import numpy as np
 
 from comco.errors import UserError
 
+# The 91 object categories of the COCO paper (Lin et al. 2014, in id order 1..91). Ids 1..90
+# are the id space of the 2014 annotations, which keep ten of them unannotated (street sign,
+# hat, shoe, eye glasses, plate, mirror, window, desk, door, blender); hair brush (91) is in
+# the paper's list only. The 80 annotated classes are the list without those eleven.
+COCO_PAPER_91 = (
+    "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
+    "fire hydrant", "street sign", "stop sign", "parking meter", "bench", "bird", "cat", "dog", "horse", "sheep",
+    "cow", "elephant", "bear", "zebra", "giraffe", "hat", "backpack", "umbrella", "shoe", "eye glasses",
+    "handbag", "tie", "suitcase", "frisbee", "skis", "snowboard", "sports ball", "kite", "baseball bat",
+    "baseball glove", "skateboard", "surfboard", "tennis racket", "bottle", "plate", "wine glass", "cup", "fork",
+    "knife", "spoon", "bowl", "banana", "apple", "sandwich", "orange", "broccoli", "carrot", "hot dog", "pizza",
+    "donut", "cake", "chair", "couch", "potted plant", "bed", "mirror", "dining table", "window", "desk",
+    "toilet", "door", "tv", "laptop", "mouse", "remote", "keyboard", "cell phone", "microwave", "oven",
+    "toaster", "sink", "refrigerator", "blender", "book", "clock", "vase", "scissors", "teddy bear",
+    "hair drier", "toothbrush", "hair brush",
+)
+_UNANNOTATED = {"street sign", "hat", "shoe", "eye glasses", "plate", "mirror", "window", "desk", "door",
+                "blender", "hair brush"}
+# Name lists for `probe --text-only --gallery NAME` (instead of an object set's names).
+NAME_LISTS = {
+    "coco90": COCO_PAPER_91[:90],  # ids 1..90: the 2014 annotations' category ids
+    "coco91": COCO_PAPER_91,  # the paper's whole list
+    "coco80": tuple(n for n in COCO_PAPER_91 if n not in _UNANNOTATED),  # the annotated classes
+}
+
+
+def name_list(name: str) -> list[str]:
+    if name not in NAME_LISTS:
+        raise UserError(f"--gallery {name}: use one of {', '.join(NAME_LISTS)} (or leave it out for the set's names)")
+    return list(NAME_LISTS[name])
+
 
 def template_book(info: dict | None = None):
     from comco.plan import captions

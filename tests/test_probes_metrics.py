@@ -220,7 +220,7 @@ def test_report_shows_published_rows_labelled_and_after_measured():
     results = {"seed": 0, "dataset": {"root": "x", "hash": "h"}, "probes": {"tor": {"m1": groups, "m2": groups}}}
     tabs = tables(results)["tor"]
     md = markdown("tor", tabs, results)
-    section = md.split("## and, 4 objects - conditional")[1].split("## ")[0]
+    section = md.split("## and, 4 objects, bare-name gallery - conditional")[1].split("## ")[0]
     lines = [ln for ln in section.splitlines() if ln.startswith("| ")]
     measured = [i for i, ln in enumerate(lines) if ln.startswith("| m1 ") or ln.startswith("| m2 ")]
     published = [i for i, ln in enumerate(lines) if "*published:*" in ln]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 from comco.errors import UserError
@@ -31,6 +32,10 @@ class TrainConfig:
     weight_decay: float = 0.01
     warmup: int = 200
     optimizer: str = "adamw"
+    # torch's Adam(W) defaults, which the Long-CLIP and DeBias-CLIP code keep; scratch uses
+    # open_clip's (0.9, 0.98) and 1e-6 for training from random weights
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-8
     label_smoothing: float = 0.1
     precision: str = "auto"  # auto | fp32 | bf16 | fp16
     device: str = "auto"
@@ -43,6 +48,13 @@ class TrainConfig:
     options: dict = field(default_factory=dict)  # kind-specific settings
 
     def check(self) -> None:
+        from comco.plan.rng import check_seed
+
+        for flag, value in (("--lr", self.lr), ("--epochs", self.epochs), ("--weight-decay", self.weight_decay),
+                            ("--label-smoothing", self.label_smoothing)):
+            if not math.isfinite(value):
+                raise UserError(f"{flag} {value}: give a finite number")
+        check_seed(self.seed)
         if self.batch_size <= 0:
             raise UserError(f"--batch-size {self.batch_size}: must be a positive number of samples")
         if self.accum <= 0:
@@ -55,12 +67,49 @@ class TrainConfig:
             raise UserError(f"--epochs {self.epochs}: must be positive")
         if self.lr <= 0:
             raise UserError(f"--lr {self.lr}: must be positive")
+        if self.weight_decay < 0:
+            raise UserError(f"--weight-decay {self.weight_decay}: 0 or more")
+        if self.warmup < 0:
+            raise UserError(f"--warmup {self.warmup}: 0 or more steps")
+        if not 0 <= self.label_smoothing < 1:
+            raise UserError(f"--label-smoothing {self.label_smoothing}: use 0 <= s < 1")
         if self.checkpoint_every <= 0:
             raise UserError(f"--checkpoint-every {self.checkpoint_every}: must be positive")
+        if self.stop_after is not None and self.stop_after <= 0:
+            raise UserError(f"--stop-after {self.stop_after}: must be positive")
+        if self.workers < -1:
+            raise UserError(f"--workers {self.workers}: 0 or more (-1 = the kind's default)")
         if self.precision not in ("auto", "fp32", "bf16", "fp16"):
             raise UserError(f"--precision {self.precision}: one of auto, fp32, bf16, fp16")
         if self.optimizer not in ("adamw", "adam"):
             raise UserError(f"--optimizer {self.optimizer}: one of adamw, adam")
+        b1, b2 = self.adam_betas
+        if not (0 <= b1 < 1 and 0 <= b2 < 1) or not (math.isfinite(self.adam_eps) and self.adam_eps > 0):
+            raise UserError(f"--adam-betas {b1},{b2} / --adam-eps {self.adam_eps}: betas in [0, 1), eps > 0")
+        self._check_options()
+        if self.device != "auto":
+            from comco.models.factory import check_device
+
+            check_device(self.device)
+
+    def _check_options(self) -> None:
+        """The kind-specific sizes and weights (scratch's towers, Long-CLIP's stretch and loss)."""
+        o = self.options
+        for key, flag, low in (("resolution", "--resolution", 8), ("vision_layers", "--layers", 1),
+                               ("text_layers", "--layers", 1), ("vision_width", "--width", 32),
+                               ("context_length", "--context-length", 4), ("pca_rank", "--pca-rank", 1),
+                               ("keep", "--keep", 0)):
+            if key in o and not low <= o[key]:
+                raise UserError(f"{flag} {o[key]}: at least {low}")
+        for key, flag, high in (("resolution", "--resolution", 4096), ("vision_layers", "--layers", 256),
+                                ("vision_width", "--width", 8192), ("context_length", "--context-length", 1024),
+                                ("keep", "--keep", 76)):
+            if key in o and o[key] > high:
+                raise UserError(f"{flag} {o[key]}: at most {high}")
+        for key in ("short_weight", "long_weight"):
+            value = o.get(key)
+            if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
+                raise UserError(f"--{key.replace('_', '-')} {value}: a loss weight in 0..1")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -22,6 +22,22 @@ from comco.train.task import decay_groups
 
 OPTIONS = {"keep": 20, "short_weight": 0.1, "pca_rank": 32,
            "remove_summary": True, "sample": True, "pad": True}
+# Each kind's loss weights as its paper's code has them: the official Long-CLIP code adds the
+# long and the short loss 1:1 (its first version weighed the short one 0.1); DeBias-CLIP's
+# takes 0.1 short + 0.9 long.
+LOSS_WEIGHTS = {"longclip": (1.0, 1.0), "debias": (0.1, 0.9)}
+
+
+def resolve_weights(kind: str, options: dict) -> dict:
+    """options with both loss weights set. A short weight given alone is lambda in
+    lambda * short + (1 - lambda) * long (the lab's variants and earlier comco runs)."""
+    out = {k: v for k, v in options.items() if v is not None}
+    short, long = LOSS_WEIGHTS[kind]
+    if "short_weight" in out and "long_weight" not in out:
+        out["long_weight"] = 1.0 - out["short_weight"]
+    out.setdefault("short_weight", short)
+    out.setdefault("long_weight", long)
+    return out
 # Pooling that still finds the end of the text after pads move in front of it:
 # argmax of the ids (EOT is the largest id) or the position of the EOS id.
 PAD_SAFE_POOLING = ("argmax", "eos")
@@ -49,7 +65,7 @@ def tokenizer_for(loaded, context_length: int):
 class LongClipTask:
     def __init__(self, kind: str, data: TrainData, cfg: TrainConfig, loaded, init: str):
         self.kind, self.cfg, self.samples = kind, cfg, data.samples
-        self.options = {**OPTIONS, **cfg.options}
+        self.options = {**OPTIONS, **resolve_weights(kind, cfg.options)}
         self.sampler = ShortCaptionSampler.for_kind(
             kind, remove_summary=self.options["remove_summary"], sample=self.options["sample"],
             pad=self.options["pad"])
@@ -93,7 +109,8 @@ class LongClipTask:
         image, text, scale = clip_features(module, batch.tensors["image"], torch.cat([long, short]))
         text_long, text_short = text[:len(long)], text[len(long):]
         return long_short_loss(image, text_long, text_short, scale, self.options["short_weight"],
-                               self.options["pca_rank"], self.cfg.label_smoothing)
+                               self.options["pca_rank"], self.cfg.label_smoothing,
+                               long_weight=self.options["long_weight"])
 
     def param_groups(self, weight_decay: float) -> list[dict]:
         return decay_groups(self.module, weight_decay)

@@ -26,11 +26,11 @@ METRICS_NAME = "metrics.jsonl"
 
 
 def resolve_device(name: str) -> str:
+    from comco.models.factory import check_device
+
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"--device {name}: no CUDA device here; use --device cpu")
-    return name
+    return check_device(name)
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
@@ -47,8 +47,8 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 def make_optimizer(groups: list[dict], cfg: TrainConfig) -> torch.optim.Optimizer:
     if cfg.optimizer == "adam":
         # plain Adam: weight decay (if any) as L2 in the gradient, as LABCLIP trains
-        return torch.optim.Adam(groups, lr=cfg.lr)
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6)
+        return torch.optim.Adam(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
 
 
 def plan_micro_batches(cfg: TrainConfig, step: int, n: int) -> list[tuple[int, list[int]]]:
@@ -232,8 +232,18 @@ def _truncate_metrics(path: Path, step: int) -> None:
     """Keep only the lines up to `step`: a resumed run rewrites what came after."""
     if not path.exists():
         return
-    kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    kept = [line for line in path.read_text(errors="replace").splitlines() if _logged_step(line) <= step]
     write_text(path, "".join(line + "\n" for line in kept))
+
+
+def _logged_step(line: str) -> float:
+    """The step of one metrics line; a cut or garbled line (a crash mid-write) counts as after any step."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return math.inf
+    step = record.get("step") if isinstance(record, dict) else None
+    return step if isinstance(step, int) and not isinstance(step, bool) else math.inf
 
 
 def _close(iterator) -> None:

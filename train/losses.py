@@ -33,10 +33,12 @@ def contrastive_loss(image: torch.Tensor, text: torch.Tensor, scale: torch.Tenso
 
 def long_short_loss(image: torch.Tensor, text_long: torch.Tensor, text_short: torch.Tensor,
                     scale: torch.Tensor, short_weight: float = 0.1, pca_rank: int = 32,
-                    label_smoothing: float = 0.1) -> tuple[torch.Tensor, dict[str, float]]:
-    """lambda * short + (1 - lambda) * long; the short term sees PCA-reduced image features."""
+                    label_smoothing: float = 0.1, long_weight: float | None = None
+                    ) -> tuple[torch.Tensor, dict[str, float]]:
+    """short_weight * short + long_weight * long (long_weight defaults to 1 - short_weight);
+    the short term sees PCA-reduced image features."""
     loss_long = contrastive_loss(image, text_long, scale, label_smoothing)
     image_short = pca_reconstruct(F.normalize(image.float(), dim=-1), pca_rank)
     loss_short = contrastive_loss(image_short, text_short, scale, label_smoothing)
-    loss = short_weight * loss_short + (1 - short_weight) * loss_long
+    loss = short_weight * loss_short + (1 - short_weight if long_weight is None else long_weight) * loss_long
     return loss, {"loss_long": loss_long.item(), "loss_short": loss_short.item()}

@@ -31,6 +31,11 @@ def make_config(kind: str, **given) -> TrainConfig:
     if unknown:
         raise TypeError(f"unknown TrainConfig fields {sorted(unknown)}")
     values = {**kind_defaults(kind), **{k: v for k, v in given.items() if v is not None}}
+    if kind in ("longclip", "debias"):
+        from comco.train.longclip import resolve_weights
+
+        # stored resolved, so a resumed run checks the weights it trains with
+        values["options"] = resolve_weights(kind, values.get("options") or {})
     cfg = TrainConfig(kind=kind, **values)
     cfg.check()
     return cfg

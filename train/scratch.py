@@ -25,7 +25,8 @@ from comco.train.task import decay_groups
 SCRATCH_NAME = "comco-scratch"
 # Defaults for a from-scratch run (the fine-tuning defaults of TrainConfig are the paper's).
 DEFAULTS = {"lr": 5e-4, "weight_decay": 0.1, "warmup": 50, "batch_size": 64, "epochs": 10.0,
-            "label_smoothing": 0.0, "workers": -1, "checkpoint_every": 200}
+            "label_smoothing": 0.0, "workers": -1, "checkpoint_every": 200,
+            "adam_betas": (0.9, 0.98), "adam_eps": 1e-6}  # open_clip's for CLIPs trained from scratch
 SIZE = {"resolution": 64, "patch_size": 8, "vision_width": 128, "vision_layers": 4,
         "text_width": 128, "text_layers": 4, "embed_dim": 128, "context_length": 32}
 _SALT_CAPTION = 0xCA9

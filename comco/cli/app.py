@@ -95,6 +95,22 @@ def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, co
     )
 
 
+def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:
+    """The render options' ranges, before anything is planned or written."""
+    if samples is not None and not 1 <= samples <= 65536:
+        raise UserError(f"--samples {samples}: use 1..65536 Cycles samples (or leave it to the preset)")
+    if not 0.0 <= min_visible <= 1.0:
+        raise UserError(f"--min-visible {min_visible}: a fraction of each object in 0..1")
+    if min_pixels < 0:
+        raise UserError(f"--min-pixels {min_pixels}: a pixel count, 0 or more")
+    if not 0 <= max_retries <= 100:
+        raise UserError(f"--max-retries {max_retries}: use 0..100 re-plans per scene")
+    if max_per_worker < 1:
+        raise UserError(f"--max-per-worker {max_per_worker}: at least 1 image per worker")
+    if threads < 0:
+        raise UserError(f"--threads {threads}: 0 (all cores) or more")
+
+
 def _say(quiet: bool, text: str) -> None:
     if not quiet:
         typer.echo(text)
@@ -144,6 +160,7 @@ def render(
     """Plan, then render every scene with Blender and measure what is visible."""
     from comco.render.run import RenderOptions, parse_shard, run_render
 
+    _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
                       order_bias, large_fraction, small_fraction, captions, templates)
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
@@ -298,15 +315,46 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
-def main() -> None:
+def _usage_line(exc) -> str:
+    """click's usage errors (unknown option, a bad int) as one line, like every other error."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    return f"comco: error: {message}{hint}"
+
+
+def _click_exceptions():
+    """The exceptions module of the click that typer runs on (typer >= 0.2x vendors its own copy)."""
     try:
-        app()
+        from typer._click import exceptions
+    except ImportError:
+        from click import exceptions
+    return exceptions
+
+
+def main() -> None:
+    click = _click_exceptions()
+    try:
+        # standalone_mode=False: click hands usage errors to us instead of drawing its boxed panel
+        code = app(prog_name="comco", standalone_mode=False)
     except UserError as exc:
         typer.echo(f"comco: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, SystemExit) as exc:
-        if (isinstance(exc, SystemExit) and exc.code != 130) or not _interrupted(exc):
+    except click.NoArgsIsHelpError:
+        sys.exit(2)  # a bare group: typer has printed its help already
+    except click.ClickException as exc:
+        typer.echo(_usage_line(exc), err=True)
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except (KeyboardInterrupt, SystemExit, typer.Abort) as exc:
+        # click turns Ctrl-C into Abort (and typer, in a command, into exit 130): the cause says which
+        if isinstance(exc, typer.Abort) and isinstance(exc.__cause__, EOFError):
+            raise exc.__cause__  # typer turns any EOFError into Abort: an internal error, keep its traceback
+        if not _interrupted(exc):
+            if isinstance(exc, typer.Abort):
+                typer.echo("comco: aborted", err=True)
+                sys.exit(1)
             raise
+        code = 130
+    if code == 130:  # typer answers Ctrl-C inside a command with Exit(130), which non-standalone mode returns
         typer.echo("comco: interrupted; completed work is kept (use --resume)", err=True)
-        sys.exit(130)
-
+    sys.exit(code if isinstance(code, int) else 0)

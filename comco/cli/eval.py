@@ -52,6 +52,9 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
             import torch
 
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        from comco.models.factory import check_device
+
+        check_device(device)
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
         with progress_group(quiet) as progress:
             run_natural_eval(kind, benchmark, root, model_specs(models, pretrained), protocol, out,

@@ -38,6 +38,8 @@ def run(
 
     if resume and overwrite:
         raise UserError("--resume and --overwrite exclude each other; pass one")
+    if (jobs is not None and jobs < 1) or (threads is not None and threads < 1):
+        raise UserError("--jobs and --threads take at least 1 (leave them out for the defaults)")
     r = load_recipe(recipe, scale)
     say = (lambda _: None) if quiet else typer.echo
     result = run_lab(r, out, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads, quiet=quiet, say=say)

@@ -22,9 +22,11 @@ def probe(
     out: Optional[Path] = typer.Option(None, "--out", help="Output folder for results.json, tables and plots."),
     text_only: bool = typer.Option(False, "--text-only", help="TOR from object names alone (balanced ordered tuples)."),
     object_set: Optional[str] = typer.Option(None, "--object-set", help="Object set for --text-only without a dataset."),
+    gallery: Optional[str] = typer.Option(None, "--gallery", help="--text-only over a fixed name list instead of a set: coco90 (ComCO's COCO gallery, ids 1-90), coco91 (the COCO paper's list) or coco80."),
     objects: str = typer.Option("2-5", "--objects", help="Tuple sizes for --text-only: 4, 2-5 or 2,4."),
     tuples: int = typer.Option(1000, "--tuples", help="Captions per tuple size for --text-only (rounded up to balanced rounds)."),
     templates: Optional[str] = typer.Option(None, "--templates", help="Caption templates for TOR/TOC (default: all colour-free ones in the data)."),
+    tor_gallery: str = typer.Option("names", "--tor-gallery", help="TOR gallery: names (bare object names, ComCO's protocol) or template (each name in the query's template)."),
     text_template: str = typer.Option("photo", "--text-template", help="Template of the captions probes write (I2TOR, matching, text-only)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95 % intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed for sampling, splits and the bootstrap."),
@@ -59,11 +61,28 @@ def probe(
     tags = pretrained * len(model) if len(pretrained) == 1 else (pretrained or [None] * len(model))
     if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
         raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit {limit}: probe at least 1 scene (leave --limit out for all)")
+    if tuples < 1 or (max_distractors is not None and max_distractors < 0):
+        raise UserError("--tuples must be >= 1 and --max-distractors >= 0")
+    from comco.models.factory import check_device
+    from comco.plan.rng import check_seed
+
+    from comco.probes.texts import name_list
+    from comco.probes.tor import check_gallery
+
+    check_gallery(tor_gallery)
+    if gallery is not None:
+        name_list(gallery)
+        if not text_only or dataset is not None:
+            raise UserError(f"--gallery {gallery} is for --text-only without a DATASET")
+    check_seed(seed)
+    check_device(device)
     if dataset is not None and not Path(dataset).is_dir():
         raise UserError(f"{dataset} is not a folder; give a dataset made by `comco plan` / `comco render`")
     opts = ProbeOptions(
         probes=parse_probes(probes), templates=[t.strip() for t in templates.split(",")] if templates else None,
-        text_template=text_template, text_only=text_only, object_counts=list(parse_counts(objects)),
+        text_template=text_template, text_only=text_only, tor_gallery=tor_gallery, names=gallery, object_counts=list(parse_counts(objects)),
         tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
         cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
         test_fraction=test_fraction, limit=limit, plots=not no_plots)

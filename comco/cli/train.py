@@ -42,11 +42,28 @@ CheckpointEvery = Annotated[Optional[int], typer.Option("--checkpoint-every", he
 StopAfter = Annotated[Optional[int], typer.Option("--stop-after", help="Pause after N steps of this run (resume later).")]
 Resume = Annotated[Optional[Path], typer.Option("--resume", help="Continue from a checkpoint.pt of the same configuration.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+AdamBetas = Annotated[Optional[str], typer.Option("--adam-betas", help="AdamW betas, e.g. 0.9,0.999 (default: the kind's paper code's).")]
+AdamEps = Annotated[Optional[float], typer.Option("--adam-eps", help="AdamW eps (default: the kind's paper code's).")]
+ShortWeight = Annotated[Optional[float], typer.Option("--short-weight", help="Weight of the short-caption loss (longclip 1.0, debias 0.1; alone it is lambda: lambda*short + (1-lambda)*long).")]
+LongWeight = Annotated[Optional[float], typer.Option("--long-weight", help="Weight of the long-caption loss (longclip 1.0, debias 0.9).")]
+
+
+def _betas(text: str | None):
+    from comco.errors import UserError
+
+    if text is None:
+        return None
+    try:
+        b1, b2 = (float(t) for t in text.split(","))
+    except ValueError:
+        raise UserError(f"--adam-betas {text!r}: give two numbers, e.g. 0.9,0.999") from None
+    return (b1, b2)
 
 
 def _run(kind: str, options: dict, **given) -> None:
     from comco.train.run import make_config, run_training
 
+    given["adam_betas"] = _betas(given.get("adam_betas"))
     for key in ("data", "out", "image_root", "resume"):
         if given.get(key) is not None:
             given[key] = str(given[key])
@@ -81,6 +98,7 @@ def scratch(
     lr: Lr = None, weight_decay: WeightDecay = None, warmup: Warmup = None, label_smoothing: LabelSmoothing = None,
     precision: Precision = "auto", device: Device = "auto", workers: Workers = None,
     checkpoint_every: CheckpointEvery = None, stop_after: StopAfter = None, resume: Resume = None, quiet: Quiet = False,
+    adam_betas: AdamBetas = None, adam_eps: AdamEps = None,
 ):
     """A small CLIP from random weights on a comco dataset (minutes on a CPU)."""
     options = {"resolution": resolution, "context_length": context_length, "vision_width": width,
@@ -89,7 +107,7 @@ def scratch(
     _run("scratch", options, data=data, out=out, seed=seed, batch_size=batch_size, accum=accum, epochs=epochs,
          steps=steps, lr=lr, weight_decay=weight_decay, warmup=warmup, label_smoothing=label_smoothing,
          precision=precision, device=device, workers=workers, checkpoint_every=checkpoint_every,
-         stop_after=stop_after, resume=resume, quiet=quiet)
+         stop_after=stop_after, resume=resume, quiet=quiet, adam_betas=adam_betas, adam_eps=adam_eps)
 
 
 @app.command()
@@ -97,20 +115,22 @@ def longclip(
     data: Data, out: Out, init: Init = None, pretrained: Pretrained = None, image_root: ImageRoot = None,
     template: Annotated[str, typer.Option(help="Caption template of a comco dataset to train on.")] = "long",
     keep: Annotated[int, typer.Option(help="Positions copied and frozen when stretching 77 -> 4*77-3*keep.")] = 20,
-    short_weight: Annotated[float, typer.Option("--short-weight", help="lambda: loss = lambda*short + (1-lambda)*long.")] = 0.1,
+    short_weight: ShortWeight = None, long_weight: LongWeight = None,
     pca_rank: Annotated[int, typer.Option("--pca-rank", help="Principal components of the batch's image features for the short loss.")] = 32,
     seed: Seed = 0, batch_size: BatchSize = None, accum: Accum = 1, epochs: Epochs = None, steps: Steps = None,
     lr: Lr = None, weight_decay: WeightDecay = None, warmup: Warmup = None, label_smoothing: LabelSmoothing = None,
     precision: Precision = "auto", device: Device = "auto", workers: Workers = None,
     checkpoint_every: CheckpointEvery = None, stop_after: StopAfter = None, resume: Resume = None, quiet: Quiet = False,
+    adam_betas: AdamBetas = None, adam_eps: AdamEps = None,
 ):
     """Long-CLIP: stretched positions, long captions, short caption = the first sentence."""
-    options = {"template": template, "keep": keep, "short_weight": short_weight, "pca_rank": pca_rank}
+    options = {"template": template, "keep": keep, "short_weight": short_weight, "long_weight": long_weight,
+               "pca_rank": pca_rank}
     _run("longclip", options, data=data, out=out, init=init, pretrained=pretrained, image_root=image_root,
          seed=seed, batch_size=batch_size, accum=accum, epochs=epochs, steps=steps, lr=lr,
          weight_decay=weight_decay, warmup=warmup, label_smoothing=label_smoothing, precision=precision,
          device=device, workers=workers, checkpoint_every=checkpoint_every, stop_after=stop_after,
-         resume=resume, quiet=quiet)
+         resume=resume, quiet=quiet, adam_betas=adam_betas, adam_eps=adam_eps)
 
 
 @app.command()
@@ -118,7 +138,7 @@ def debias(
     data: Data, out: Out, init: Init = None, pretrained: Pretrained = None, image_root: ImageRoot = None,
     template: Annotated[str, typer.Option(help="Caption template of a comco dataset to train on.")] = "long",
     keep: Annotated[int, typer.Option(help="Positions copied and frozen when stretching 77 -> 4*77-3*keep.")] = 20,
-    short_weight: Annotated[float, typer.Option("--short-weight", help="lambda: loss = lambda*short + (1-lambda)*long.")] = 0.1,
+    short_weight: ShortWeight = None, long_weight: LongWeight = None,
     pca_rank: Annotated[int, typer.Option("--pca-rank", help="Principal components of the batch's image features for the short loss.")] = 32,
     remove_summary: Annotated[bool, typer.Option("--remove-summary/--no-remove-summary", help="Drop the summary sentence from the short caption.")] = True,
     sample: Annotated[bool, typer.Option("--sample/--no-sample", help="Short caption = 1..k-1 random sentences in random order.")] = True,
@@ -127,15 +147,16 @@ def debias(
     lr: Lr = None, weight_decay: WeightDecay = None, warmup: Warmup = None, label_smoothing: LabelSmoothing = None,
     precision: Precision = "auto", device: Device = "auto", workers: Workers = None,
     checkpoint_every: CheckpointEvery = None, stop_after: StopAfter = None, resume: Resume = None, quiet: Quiet = False,
+    adam_betas: AdamBetas = None, adam_eps: AdamEps = None,
 ):
     """DeBias-CLIP: Long-CLIP with sampled short captions and moved padding."""
-    options = {"template": template, "keep": keep, "short_weight": short_weight, "pca_rank": pca_rank,
-               "remove_summary": remove_summary, "sample": sample, "pad": pad}
+    options = {"template": template, "keep": keep, "short_weight": short_weight, "long_weight": long_weight,
+               "pca_rank": pca_rank, "remove_summary": remove_summary, "sample": sample, "pad": pad}
     _run("debias", options, data=data, out=out, init=init, pretrained=pretrained, image_root=image_root,
          seed=seed, batch_size=batch_size, accum=accum, epochs=epochs, steps=steps, lr=lr,
          weight_decay=weight_decay, warmup=warmup, label_smoothing=label_smoothing, precision=precision,
          device=device, workers=workers, checkpoint_every=checkpoint_every, stop_after=stop_after,
-         resume=resume, quiet=quiet)
+         resume=resume, quiet=quiet, adam_betas=adam_betas, adam_eps=adam_eps)
 
 
 @app.command()

@@ -106,7 +106,8 @@ def build_stages(recipe: Recipe) -> list[Stage]:
     model_size = {"width": scratch["width"], "layers": scratch["layers"], "patch_size": scratch["patch_size"],
                   "context_length": scratch["context_length"], "resolution": render["resolution"]}
     probe_cfg = {"bootstrap": probe["bootstrap"], "seed": probe["seed"], "tor_templates": probe["tor_templates"],
-                 "batch_size": probe["batch_size"], "device": device}
+                 "batch_size": probe["batch_size"], "device": device,
+                 "tor_gallery": "names"}  # ComCO's bare-name gallery (part of the stage's hash: numbers differ)
 
     for oset in data["object_sets"]:
         train_id, test_id, colors_id = f"render-train-{oset}", f"render-test-{oset}", f"render-colors-{oset}"

@@ -241,8 +241,9 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     test = deps["test"] / DATA
     device = _device(config)
     kw = {"n_boot": config["bootstrap"], "seed": config["seed"]}
+    gallery = config.get("tor_gallery", "names")
     opts = ProbeOptions(probes=["tor", "ior"], templates=config["tor_templates"], batch_size=config["batch_size"],
-                        device=device, cache_dir=None, plots=False, **kw)
+                        device=device, cache_dir=None, plots=False, tor_gallery=gallery, **kw)
     results = run_probes(test, [(model, None)], opts, quiet=True)
     label = results["models"][0]["label"]
     tor_by_template: dict[str, list] = {}
@@ -255,7 +256,7 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     emb = Embedder(loaded, cache_dir=None, batch_size=config["batch_size"])
     res["sensitivity"] = sensitivity(data, emb, "and", **kw)
     if config["summary"]:
-        res["tor"]["summary"] = _groups(tor_summary(data, emb, **kw))
+        res["tor"]["summary"] = _groups(tor_summary(data, emb, gallery=gallery, **kw))
     if config["analyses"]:
         from comco.probes.natural import ModelSpec, run_natural_eval
 

@@ -90,6 +90,25 @@ class LoadedModel:
         return visual
 
 
+def check_device(name: str) -> str:
+    """A device this machine has: cpu, cuda or cuda:N (probe, eval and train share this check)."""
+    import re
+
+    if name == "cpu":
+        return name
+    if not re.fullmatch(r"cuda(:\d+)?", name):
+        raise UserError(f"--device {name}: use cpu, cuda or cuda:N")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError(f"--device {name}: no CUDA device here; use --device cpu")
+    index = int(name.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise UserError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA devices "
+                        f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+    return name
+
+
 def list_models() -> list[str]:
     import open_clip
 
@@ -133,14 +152,18 @@ def _load_open_clip(name: str, pretrained: str | None, device: str) -> LoadedMod
         try:
             model, _, preprocess = open_clip.create_model_and_transforms(
                 name, pretrained=tag, device=device, pretrained_text=False, pretrained_image=False)
-        except RuntimeError as exc:
+        except Exception as exc:  # noqa: BLE001 - a user's file fails in many ways (empty, garbage, other model)
             if tag is not None and os.path.isfile(tag):
-                raise UserError(f"{tag} does not hold weights for {name} ({str(exc).splitlines()[0][:120]}); "
+                first = (str(exc).strip().splitlines() or [""])[0][:120]
+                why = exc.__class__.__name__ + (f": {first}" if first else "")
+                if os.path.getsize(tag) == 0:
+                    why = "the file is empty"
+                raise UserError(f"{tag} does not hold weights for {name} ({why}); "
                                 f"pass the matching --model or --pretrained none") from None
+            if isinstance(exc, OSError):  # an hf text tower config that cannot be fetched
+                raise UserError(f"{name} needs files from the Hugging Face hub that are not on disk "
+                                f"({exc.__class__.__name__}); use another model or copy them into the HF cache") from None
             raise
-        except OSError as exc:  # an hf text tower config that cannot be fetched
-            raise UserError(f"{name} needs files from the Hugging Face hub that are not on disk ({exc.__class__.__name__}); "
-                            "use another model or copy them into the HF cache") from None
     try:
         tokenizer = open_clip.get_tokenizer(name)
     except OSError:
@@ -444,12 +467,72 @@ def build_open_clip(model_spec: dict, context_length: int | None = None):
     return cls(**cfg), name, cfg
 
 
+MAX_LAYERS = 256  # per tower; the largest CLIPs have 48. Bounds the module count before anything is built
+MAX_CONTEXT = 4096
+
+
+def _check_spec(path: Path, ckpt: dict) -> None:
+    """A checkpoint's model_spec and tensors, before a model is built from them."""
+    import torch
+
+    spec, sd = ckpt.get("model_spec"), ckpt.get("state_dict")
+    cfg = spec.get("open_clip_cfg") if isinstance(spec, dict) else None
+    if not isinstance(spec, dict) or not (isinstance(cfg, dict) or isinstance(spec.get("open_clip_name"), str)):
+        raise UserError(f"{path}: damaged comco checkpoint: no model_spec with an open_clip_cfg or open_clip_name")
+    if not isinstance(sd, dict) or not sd or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+        raise UserError(f"{path}: damaged comco checkpoint: no state_dict of tensors")
+    ctx = ckpt.get("context_length")
+    if ctx is not None and not (isinstance(ctx, int) and 1 <= ctx <= MAX_CONTEXT):
+        raise UserError(f"{path}: damaged comco checkpoint: context_length {ctx!r} (1..{MAX_CONTEXT})")
+    for tower in ("vision_cfg", "text_cfg"):
+        part = (cfg or {}).get(tower, {})
+        if not isinstance(part, dict):
+            raise UserError(f"{path}: damaged comco checkpoint: open_clip_cfg.{tower} is not a table")
+        layers = part.get("layers", 1)
+        count = sum(layers) if isinstance(layers, (list, tuple)) else layers
+        if not isinstance(count, int) or not 0 <= count <= MAX_LAYERS:
+            raise UserError(f"{path}: damaged comco checkpoint: {tower} layers {layers!r} (at most {MAX_LAYERS})")
+
+
+def _matches_tensors(path: Path, ckpt: dict) -> None:
+    """Build the architecture on the meta device (no memory) and compare every tensor's shape
+    with the file's: sizes that disagree (an edited or damaged checkpoint, absurd widths) end
+    here, before the real model is allocated."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            model, _, _ = build_open_clip(ckpt["model_spec"], ckpt.get("context_length"))
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - open_clip rejects a bad config in many ways
+        first = (str(exc).strip().splitlines() or [""])[0][:120]
+        raise UserError(f"{path}: damaged comco checkpoint: its open_clip_cfg does not build "
+                        f"({exc.__class__.__name__}: {first})") from None
+    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    have = {k: tuple(v.shape) for k, v in ckpt["state_dict"].items()}
+    problems = [f"{k} missing" for k in want if k not in have]
+    problems += [f"{k} is {list(have[k])}, the spec needs {list(want[k])}" for k in want if k in have and have[k] != want[k]]
+    problems += [f"{k} is not in the spec" for k in have if k not in want]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(f"{path}: damaged comco checkpoint: its model_spec does not match its tensors: "
+                        f"{problems[0]}{more}")
+
+
 def _load_ckpt(path: Path, device: str) -> LoadedModel:
     import open_clip
 
     ckpt = load_checkpoint(path)
+    _check_spec(path, ckpt)
+    hf_text = "hf_model_name" in ((ckpt["model_spec"].get("open_clip_cfg") or {}).get("text_cfg") or {})
+    if not hf_text:  # an hf text tower would fetch its config to build even on meta; its load stays strict
+        _matches_tensors(path, ckpt)
     model, name, cfg = build_open_clip(ckpt["model_spec"], ckpt.get("context_length"))
-    model.load_state_dict(ckpt["state_dict"])
+    try:
+        model.load_state_dict(ckpt["state_dict"])
+    except RuntimeError as exc:
+        raise UserError(f"{path}: damaged comco checkpoint: {str(exc).strip().splitlines()[-1].strip()[:160]}") from None
     model.to(device)
     size = model.visual.image_size
     pre = ckpt["model_spec"].get("preprocess", {})

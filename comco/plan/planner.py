@@ -33,6 +33,7 @@ from comco.plan.placement import PLACEMENT_TRIES
 SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an axe) may have none that can be large
 BATCH = 1024  # attempts placed together; any size gives the same records
 WINDOW = 4 * BATCH  # records held back at most while an earlier scene still retries
+MAX_IMAGES = 10_000_000  # per dataset: counting and the journal are linear in --n; more is --shard's job
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,14 @@ def parse_slots(text: str) -> tuple[str, ...]:
 
 
 def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
+    from comco.plan.rng import check_seed
+
     if cfg.n <= 0:
         raise UserError(f"--n {cfg.n}: ask for at least one image")
+    if cfg.n > MAX_IMAGES:
+        raise UserError(f"--n {cfg.n}: at most {MAX_IMAGES:,} images per dataset; make several (other --seed) "
+                        "and probe or train on each")
+    check_seed(cfg.seed)
     if max(cfg.objects) > len(object_set.objects):
         raise UserError(f"--objects: {max(cfg.objects)} objects asked but set '{object_set.name}' "
                         f"has {len(object_set.objects)}")
@@ -114,7 +121,14 @@ def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
         raise UserError(f"--order-bias {cfg.order_bias}: a probability in 0..1")
     if cfg.orders < 1:
         raise UserError(f"--orders {cfg.orders}: at least 1")
+    # Orders past the distinct permutations only repeat them (and bloat every record).
+    most = max(cfg.objects) if max(cfg.objects) >= 4 else MAX_OBJECTS
+    if cfg.orders > math.factorial(most):
+        raise UserError(f"--orders {cfg.orders}: {most} objects have only {math.factorial(most)} different "
+                        f"mention orders; use 1..{math.factorial(most)}")
     lo, hi = cfg.small_fraction
+    if lo > hi:
+        raise UserError(f"--small-fraction {lo:g}-{hi:g}: the range is backwards; write {hi:g}-{lo:g}")
     if not (0 < lo <= hi < 1) or not (0 < cfg.large_fraction < 1):
         raise UserError("--large-fraction and --small-fraction are image shares in (0, 1)")
 

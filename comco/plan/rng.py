@@ -17,6 +17,16 @@ import struct
 
 import numpy as np
 
+from comco.errors import UserError
+
+SEED_MAX = 2**63 - 1  # image seeds pack the dataset seed as a signed 64-bit number; numpy takes no negatives
+
+
+def check_seed(seed: int, flag: str = "--seed") -> None:
+    """The seeds comco takes everywhere (plan, probe, train): 0..2**63-1."""
+    if not 0 <= seed <= SEED_MAX:
+        raise UserError(f"{flag} {seed}: use a whole number in 0..{SEED_MAX} (2**63-1)")
+
 
 def image_seed(dataset_seed: int, index: int, retry: int = 0) -> int:
     """A 63-bit seed for one image (one retry of it); recorded in the scene."""

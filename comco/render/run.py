@@ -73,10 +73,18 @@ class RenderOptions:
 
 def parse_shard(text: str) -> tuple[int, int]:
     if text == "auto":
-        i, n = os.environ.get("SLURM_ARRAY_TASK_ID"), os.environ.get("SLURM_ARRAY_TASK_COUNT")
-        if i is None or n is None:
+        i_s, n_s = os.environ.get("SLURM_ARRAY_TASK_ID"), os.environ.get("SLURM_ARRAY_TASK_COUNT")
+        if i_s is None or n_s is None:
             raise UserError("--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT in the environment")
-        return int(i) - int(os.environ.get("SLURM_ARRAY_TASK_MIN", "0")), int(n)
+        try:
+            i, n = int(i_s) - int(os.environ.get("SLURM_ARRAY_TASK_MIN", "0")), int(n_s)
+        except ValueError:
+            raise UserError("--shard auto: SLURM_ARRAY_TASK_ID, _COUNT and _MIN must be whole numbers") from None
+        if not (n >= 1 and 0 <= i < n):
+            # a task past the count would render nothing and exit 0; say so instead
+            raise UserError(f"--shard auto: task {i} of {n} (SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN) "
+                            "is outside 0..COUNT-1; start the array at its MIN with COUNT tasks")
+        return i, n
     try:
         i_s, n_s = text.split("/")
         i, n = int(i_s), int(n_s)

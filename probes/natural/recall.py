@@ -7,7 +7,10 @@ over images. Ties count against the model (a negative scoring exactly as high as
 best positive ranks above it), so a collapsed model cannot score by ties.
 
 The similarity matrix is never held whole (Flickr30k full is 159k x 32k): both
-directions stream over blocks of rows.
+directions stream over blocks of rows. Similarities are computed in float64 and scores
+within TIE_TOL of the positive count as ties: float32 products of identical embeddings
+can differ in the last bit with their position in the matrix (BLAS kernels), and the
+rule must not depend on that.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ PROTOCOLS = {
     "first5": "the first five captions of each image (Long-CLIP's scripts)",
 }
 KS = (1, 5, 10)
+TIE_TOL = 1e-9  # far below float32 resolution of a cosine (6e-8), far above float64 rounding (~1e-13)
 
 
 def select_captions(captions_per_image: list[tuple[str, ...]], protocol: str) -> tuple[list[str], np.ndarray]:
@@ -38,14 +42,14 @@ def text_to_image_ranks(sim: np.ndarray, image_of_text: np.ndarray) -> np.ndarra
     """For each text row of sim (texts x images): how many wrong images score >= its image."""
     rows = np.arange(sim.shape[0])
     positive = sim[rows, image_of_text]
-    return (sim >= positive[:, None]).sum(axis=1) - 1  # minus the positive itself
+    return (sim >= positive[:, None] - TIE_TOL).sum(axis=1) - 1  # minus the positive itself
 
 
 def image_to_text_ranks(sim: np.ndarray, image_ids: np.ndarray, image_of_text: np.ndarray) -> np.ndarray:
     """For each image row of sim (images x texts): how many wrong texts score >= its best text."""
     is_positive = image_of_text[None, :] == image_ids[:, None]
     best_positive = np.where(is_positive, sim, -np.inf).max(axis=1)
-    return ((sim >= best_positive[:, None]) & ~is_positive).sum(axis=1)
+    return ((sim >= best_positive[:, None] - TIE_TOL) & ~is_positive).sum(axis=1)
 
 
 def recall_at(ranks: np.ndarray, ks=KS) -> dict[str, float]:
@@ -53,14 +57,14 @@ def recall_at(ranks: np.ndarray, ks=KS) -> dict[str, float]:
 
 
 def retrieval_recalls(text_emb: np.ndarray, image_emb: np.ndarray, image_of_text: np.ndarray,
-                      ks=KS, block: int = 4096, return_ranks: bool = False) -> dict:
+                      ks=KS, block: int = 2048, return_ranks: bool = False) -> dict:
     """R@k both ways from L2-normalised embeddings, in row blocks of the similarity matrix.
 
     Returns {"t2i": {"R@1": ...}, "i2t": {...}, "n_texts": .., "n_images": ..}, plus
     "ranks": (text-to-image ranks, image-to-text ranks) when return_ranks is set.
     """
-    text_emb = np.asarray(text_emb, dtype=np.float32)
-    image_emb = np.asarray(image_emb, dtype=np.float32)
+    text_emb = np.asarray(text_emb, dtype=np.float64)  # float32 values, exact in float64
+    image_emb = np.asarray(image_emb, dtype=np.float64)
     image_of_text = np.asarray(image_of_text, dtype=np.int64)
     has_text = np.bincount(image_of_text, minlength=len(image_emb)) > 0
     t2i = np.concatenate([

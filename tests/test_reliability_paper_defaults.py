@@ -1,0 +1,62 @@
+"""Issue 16 item 19: each fine-tuning kind's defaults are its paper's code's: AdamW betas
+(0.9, 0.999) and eps 1e-8, Long-CLIP's long + short losses 1:1 with label smoothing 0.1,
+DeBias-CLIP's 0.1 short + 0.9 long. The others stay options."""
+
+import pytest
+from typer.testing import CliRunner
+
+from comco.cli.train import app
+from comco.train.run import make_config
+
+
+def test_longclip_defaults_are_the_official_code_s():
+    cfg = make_config("longclip", data="d", out="o")
+    assert (cfg.options["short_weight"], cfg.options["long_weight"]) == (1.0, 1.0)
+    assert cfg.label_smoothing == 0.1
+    assert tuple(cfg.adam_betas) == (0.9, 0.999) and cfg.adam_eps == 1e-8
+
+
+def test_debias_defaults_are_its_code_s():
+    cfg = make_config("debias", data="d", out="o")
+    assert (cfg.options["short_weight"], cfg.options["long_weight"]) == (0.1, 0.9)
+    assert tuple(cfg.adam_betas) == (0.9, 0.999) and cfg.adam_eps == 1e-8
+
+
+def test_scratch_keeps_open_clip_s_from_scratch_settings():
+    cfg = make_config("scratch", data="d", out="o")
+    assert tuple(cfg.adam_betas) == (0.9, 0.98) and cfg.adam_eps == 1e-6
+
+
+def test_a_short_weight_alone_is_lambda_as_the_lab_uses_it():
+    cfg = make_config("longclip", data="d", out="o", options={"short_weight": 0.3})
+    assert cfg.options["short_weight"] == 0.3 and cfg.options["long_weight"] == pytest.approx(0.7)
+    cfg = make_config("longclip", data="d", out="o", options={"short_weight": 0.1, "long_weight": 1.0})
+    assert (cfg.options["short_weight"], cfg.options["long_weight"]) == (0.1, 1.0)
+
+
+@pytest.mark.torch
+def test_the_optimiser_and_the_loss_use_them():
+    import torch
+
+    from comco.train.loop import make_optimizer
+    from comco.train.losses import contrastive_loss, long_short_loss
+
+    cfg = make_config("debias", data="d", out="o")
+    opt = make_optimizer([{"params": [torch.nn.Parameter(torch.zeros(2))]}], cfg)
+    assert opt.defaults["betas"] == (0.9, 0.999) and opt.defaults["eps"] == 1e-8
+    torch.manual_seed(0)
+    image, long, short = (torch.randn(8, 16) for _ in range(3))
+    scale = torch.tensor(10.0)
+    both, parts = long_short_loss(image, long, short, scale, 1.0, 4, 0.1, long_weight=1.0)
+    assert both.item() == pytest.approx(parts["loss_long"] + parts["loss_short"], rel=1e-5)
+    lam, parts = long_short_loss(image, long, short, scale, 0.1, 4, 0.1)
+    assert lam.item() == pytest.approx(0.1 * parts["loss_short"] + 0.9 * parts["loss_long"], rel=1e-5)
+    assert parts["loss_long"] == pytest.approx(contrastive_loss(image, long, scale, 0.1).item(), rel=1e-5)
+
+
+def test_the_options_are_on_the_command_line():
+    out = CliRunner().invoke(app, ["longclip", "--help"], env={"COLUMNS": "200"}).output
+    for flag in ("--short-weight", "--long-weight", "--adam-betas", "--adam-eps"):
+        assert flag in out
+    r = CliRunner().invoke(app, ["debias", "--data", "x", "--out", "y", "--adam-betas", "0.9"])
+    assert "--adam-betas" in str(r.exception)
