@@ -43,10 +43,21 @@ class EmbeddingCache:
         if self._index is None:
             self._index = {}
             for f in sorted(self.dir.glob("*.npz")) if self.dir.is_dir() else []:
-                with np.load(f) as z:
-                    self._shards.append(z["emb"])
-                    s = len(self._shards) - 1
-                    self._index.update((str(k), (s, r)) for r, k in enumerate(z["keys"]))
+                if f.name.endswith(".tmp.npz"):  # an older comco's temp file, cut by a kill
+                    continue
+                shard = _read_shard(f)
+                if shard is None:
+                    try:  # complete shards are renamed into place, so this one is broken for good
+                        f.unlink()
+                    except OSError:
+                        pass
+                    continue
+                if self._shards and shard[1].shape[1] != self._shards[0].shape[1]:
+                    continue  # a stale entry is a miss: its inputs are encoded and stored again
+                keys, emb = shard
+                self._shards.append(emb)
+                s = len(self._shards) - 1
+                self._index.update((str(k), (s, r)) for r, k in enumerate(keys))
         return self._index
 
     def lookup(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -58,13 +69,30 @@ class EmbeddingCache:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
         name = uuid.uuid4().hex
-        tmp = self.dir / f"{name}.tmp.npz"
-        np.savez(tmp, keys=np.asarray(keys), emb=emb.astype(np.float32))
-        os.replace(tmp, self.dir / f"{name}.npz")
+        # The temp name must not match the loader's *.npz (np.savez given a path would add .npz).
+        tmp = self.dir / f"{name}.npz.part"
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(f, keys=np.asarray(keys), emb=emb.astype(np.float32))
+            os.replace(tmp, self.dir / f"{name}.npz")
+        finally:
+            tmp.unlink(missing_ok=True)
         index = self._load()
         self._shards.append(emb)
         s = len(self._shards) - 1
         index.update((k, (s, r)) for r, k in enumerate(keys))
+
+
+def _read_shard(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    """(keys, embeddings) of one cache shard; None if it cannot be read whole."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            keys, emb = np.asarray(z["keys"]), np.asarray(z["emb"], dtype=np.float32)
+    except Exception:  # truncated, scrambled, not an npz, missing arrays: all just a miss
+        return None
+    if emb.ndim != 2 or keys.ndim != 1 or len(keys) != len(emb) or not emb.shape[1]:
+        return None
+    return keys, emb
 
 
 class Embedder:
