@@ -97,3 +97,28 @@ def test_a_broken_cache_entry_is_a_miss_and_is_written_again(tmp_path, damage):
     m3 = TinyModel()
     Embedder(m3, cache_dir=cache).texts(TEXTS)
     assert m3.texts_seen == []  # and stored again: the third run is served from the cache
+
+
+def test_images_rendered_again_in_place_are_not_served_from_the_old_cache(tmp_path):
+    from PIL import Image
+
+    from comco.train.images import CachedImages
+
+    paths = [tmp_path / "images" / f"{i:06d}.png" for i in range(3)]
+    paths[0].parent.mkdir()
+    for p in paths:
+        Image.new("RGB", (32, 32), (200, 10, 10)).save(p)
+    first = CachedImages.build(paths, 16, tmp_path / "cache").array.copy()
+    # Render again in place: the same names and the same file sizes (one flat colour), new pixels,
+    # written a while later (as a render is).
+    for p in paths:
+        stat = p.stat()
+        Image.new("RGB", (32, 32), (10, 10, 200)).save(p)
+        assert p.stat().st_size == stat.st_size
+        os.utime(p, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    second = CachedImages.build(paths, 16, tmp_path / "cache").array
+    assert first[0, 0, 0].tolist() == [200, 10, 10]
+    assert second[0, 0, 0].tolist() == [10, 10, 200]
+    # Unchanged files still hit the cache (the cached array is what is returned).
+    cached = CachedImages.build(paths, 16, tmp_path / "cache").array
+    assert np.array_equal(cached, second) and len(list((tmp_path / "cache").glob("*.npy"))) == 2
