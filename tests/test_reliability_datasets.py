@@ -1,0 +1,155 @@
+"""Dataset integrity (issue 16): validate recomputes the configuration hash and names missing
+records; probes and training refuse an incomplete scenes.jsonl (item 6); datasets made from
+a user object set validate and keep the set's gallery (item 10)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+COMCO = [sys.executable, "-m", "comco.cli"]
+USER_SET = textwrap.dedent('''\
+    name = "shapes"
+    [[objects]]
+    name = "block"
+    plural = "blocks"
+    article = "a"
+    synonyms = ["brick"]
+    dimensions_m = [1, 1, 1]
+    size_class = "medium"
+    colorable = true
+    source = "builder:simco.cube"
+
+    [[objects]]
+    name = "ball"
+    plural = "balls"
+    article = "a"
+    synonyms = ["orb"]
+    dimensions_m = [1, 1, 1]
+    size_class = "medium"
+    colorable = true
+    source = "builder:simco.sphere"
+
+    [[objects]]
+    name = "cone"
+    plural = "cones"
+    article = "a"
+    dimensions_m = [1, 1, 1]
+    size_class = "medium"
+    colorable = true
+    source = "builder:simco.cone"
+    ''')
+
+
+def run(*args, cwd=None):
+    return subprocess.run([*COMCO, *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+def plan(out: Path, *args) -> None:
+    r = run("plan", "--n", "12", "--objects", "2-3", "--quiet", *args, "--out", out)
+    assert r.returncode == 0, r.stderr
+
+
+def edit_info(folder: Path, change) -> None:
+    info = json.loads((folder / "dataset.json").read_text())
+    change(info)
+    (folder / "dataset.json").write_text(json.dumps(info))
+
+
+@pytest.mark.parametrize("key, value", [("seed", 5), ("n", 11), ("order_bias", 0.5)])
+def test_validate_refuses_an_edited_configuration(tmp_path, key, value):
+    out = tmp_path / "d"
+    plan(out)
+    assert run("validate", out).returncode == 0
+    edit_info(out, lambda info: info["config"].__setitem__(key, value))
+    r = run("validate", out)
+    assert r.returncode == 1 and "config_hash" in r.stderr and "edited" in r.stderr, r.stderr
+
+
+def test_validate_names_the_missing_records(tmp_path):
+    out = tmp_path / "d"
+    plan(out)
+    lines = (out / "scenes.jsonl").read_text().splitlines()
+    del lines[7], lines[3]
+    (out / "scenes.jsonl").write_text("\n".join(lines) + "\n")
+    r = run("validate", out)
+    assert r.returncode == 1 and "000003" in r.stderr and "000007" in r.stderr, r.stderr
+
+
+def test_validate_notices_captions_that_are_not_the_configurations(tmp_path):
+    """A dataset whose records were captioned by other templates than its configuration's
+    (what resuming after editing a --templates file used to make) is not valid."""
+    out = tmp_path / "d"
+    plan(out)
+    lines = (out / "scenes.jsonl").read_text().splitlines()
+    rec = json.loads(lines[5])
+    rec["captions"]["photo"] = [c.replace("a photo of", "a picture of") for c in rec["captions"]["photo"]]
+    lines[5] = json.dumps(rec)
+    (out / "scenes.jsonl").write_text("\n".join(lines) + "\n")
+    r = run("validate", out)
+    assert r.returncode == 1 and "record 000005" in r.stderr and "captions" in r.stderr, r.stderr
+
+
+def test_probes_and_training_refuse_a_dataset_with_records_missing(tmp_path):
+    out = tmp_path / "d"
+    plan(out)
+    lines = (out / "scenes.jsonl").read_text().splitlines()
+    del lines[4]
+    (out / "scenes.jsonl").write_text("\n".join(lines) + "\n")
+    from comco.errors import UserError
+    from comco.probes.probe_data import open_dataset
+
+    with pytest.raises(UserError, match="000004"):
+        open_dataset(out)
+    pytest.importorskip("torch")
+    from comco.train.data import load_comco
+
+    with pytest.raises(UserError, match="000004"):
+        load_comco(out, ["and"])
+    r = run("probe", out, "--model", "ViT-S-32", "--pretrained", "none", "--probes", "tor", "--text-only",
+            "--no-cache", "--quiet", "--out", tmp_path / "p")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "000004" in lines[0], r.stderr[-2000:]
+
+
+def test_a_complete_dataset_is_accepted(tmp_path):
+    out = tmp_path / "d"
+    plan(out)
+    from comco.probes.probe_data import open_dataset
+
+    assert len(open_dataset(out).records) == 12
+
+
+@pytest.fixture
+def user_set(tmp_path):
+    folder = tmp_path / "my-set"
+    folder.mkdir()
+    (folder / "objects.toml").write_text(USER_SET)
+    return folder
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_a_dataset_of_a_user_set_validates(tmp_path, user_set, relative):
+    out = tmp_path / "d"
+    where = user_set.name if relative else user_set  # relative: planned and validated from its parent
+    r = run("plan", "--n", "12", "--objects", "2-3", "--singles", "--quiet", "--object-set", where, "--out", out,
+            cwd=user_set.parent)
+    assert r.returncode == 0, r.stderr
+    r = run("validate", out, cwd=user_set.parent)
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_probe_gallery_keeps_a_user_sets_objects_and_forms(tmp_path, user_set):
+    out = tmp_path / "d"
+    plan(out, "--object-set", user_set, "--objects", "2")
+    from comco.probes.probe_data import open_dataset
+
+    data = open_dataset(out)
+    assert sorted(data.names) == ["ball", "block", "cone"]
+    assert data.forms["block"] == ["blocks", "brick"] and data.forms["ball"] == ["balls", "orb"]
+    assert data.object_set is not None and data.object_set.root == user_set.resolve()
