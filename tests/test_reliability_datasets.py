@@ -153,3 +153,45 @@ def test_the_probe_gallery_keeps_a_user_sets_objects_and_forms(tmp_path, user_se
     assert sorted(data.names) == ["ball", "block", "cone"]
     assert data.forms["block"] == ["blocks", "brick"] and data.forms["ball"] == ["balls", "orb"]
     assert data.object_set is not None and data.object_set.root == user_set.resolve()
+
+
+TEMPLATES = '[stack]\nobject = "{a} {name}"\njoin = " on "\ncaption = "{objects}, stacked"\n'
+
+
+def test_an_edited_templates_file_is_another_configuration(tmp_path):
+    """Editing the --templates file and resuming used to mix two caption versions in one
+    dataset; the file's content is now part of the configuration."""
+    templates = tmp_path / "mine.toml"
+    templates.write_text(TEMPLATES)
+    out = tmp_path / "d"
+    plan(out, "--templates", templates)
+    first = (out / "scenes.jsonl").read_bytes()
+    info = json.loads((out / "dataset.json").read_text())
+    assert info["config"]["templates_text"] == TEMPLATES
+    templates.write_text(TEMPLATES.replace("stacked", "piled up"))
+    r = run("plan", "--n", "12", "--objects", "2-3", "--quiet", "--templates", templates, "--resume", "--out", out)
+    assert r.returncode == 2 and "another configuration" in r.stderr, r.stderr
+    assert (out / "scenes.jsonl").read_bytes() == first
+    # The dataset stays valid on its own: its recorded templates plan its captions, whatever the file says now.
+    templates.unlink()
+    r = run("validate", out)
+    assert r.returncode == 0, r.stderr
+    from comco.probes.texts import template_book
+
+    assert template_book(info).templates["stack"].caption == "{objects}, stacked"
+
+
+def test_a_dataset_whose_captions_mix_two_template_versions_is_not_valid(tmp_path):
+    """What resuming after an edit made before: the first records captioned by one version of
+    the file, the rest by another. validate plans every record again and names them."""
+    templates = tmp_path / "mine.toml"
+    templates.write_text(TEMPLATES)
+    a, b = tmp_path / "a", tmp_path / "b"
+    plan(a, "--templates", templates)
+    templates.write_text(TEMPLATES.replace("stacked", "piled up"))
+    plan(b, "--templates", templates)
+    mixed = (a / "scenes.jsonl").read_text().splitlines()[:6] + (b / "scenes.jsonl").read_text().splitlines()[6:]
+    (b / "scenes.jsonl").write_text("\n".join(mixed) + "\n")
+    r = run("validate", b)
+    assert r.returncode == 1 and "record 000000" in r.stderr and "record 000005" in r.stderr, r.stderr
+    assert "record 000006" not in r.stderr

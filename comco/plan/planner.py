@@ -53,9 +53,18 @@ class PlanConfig:
     equal_fraction: float = 0.025
     captions: tuple[str, ...] = ()
     templates: str | None = None
+    # The --templates file's content: part of the configuration, so editing the file makes
+    # another configuration (a resume is refused) and a dataset re-plans without the file.
+    templates_text: str | None = None
+
+    def __post_init__(self):
+        if self.templates is not None and self.templates_text is None:
+            object.__setattr__(self, "templates_text", cap.read_template_file(self.templates))
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        if d["templates_text"] is None:
+            del d["templates_text"]  # configurations without --templates keep their hash
         for k, v in d.items():
             if isinstance(v, tuple):
                 d[k] = list(v)
@@ -125,7 +134,7 @@ class Planner:
         self.cfg = cfg
         self.set = object_set
         self.camera = Camera.default(*cfg.resolution)
-        self.book = cap.load_templates(cfg.templates)
+        self.book = cap.load_templates(cfg.templates, text=cfg.templates_text)
         self.templates = self.book.select(list(cfg.captions), cfg.colors)
         self.captioner = cap.Captioner(self.templates, self.book, object_set)
         self.placer = pl.Placer(self.camera, object_set.objects)
