@@ -45,8 +45,10 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 
 def _run(kind: str, options: dict, **given) -> None:
+    from comco.data.folder import require_folder
     from comco.train.run import make_config, run_training
 
+    require_folder(given["out"], "--out")
     for key in ("data", "out", "image_root", "resume"):
         if given.get(key) is not None:
             given[key] = str(given[key])

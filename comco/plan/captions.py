@@ -111,11 +111,11 @@ def _check_words(where: str, words) -> None:
         if part not in ("position", "size") or not isinstance(table, dict):
             raise UserError(f"{where}: key 'words.{part}': use tables [words.position] and [words.size]")
         for key, value in table.items():
-            if part == "position" and not (isinstance(value, str) and value.strip()):
-                raise UserError(f"{where}: key 'words.position.{key}' must be a text, got {value!r}")
-            if part == "size" and not (isinstance(value, list) and value
-                                       and all(isinstance(w, str) and w.strip() for w in value)):
-                raise UserError(f"{where}: key 'words.size.{key}' must be a list of size words, got {value!r}")
+            texts = [value] if part == "position" else value
+            if not (isinstance(texts, list) and texts
+                    and all(isinstance(w, str) and w.strip() and not set(w) & set("{}") for w in texts)):
+                what = "a text" if part == "position" else "a list of size words"
+                raise UserError(f"{where}: key 'words.{part}.{key}' must be {what} without braces, got {value!r}")
 
 
 def _check_text(where: str, name: str, key: str, value) -> None:

@@ -300,13 +300,17 @@ class Planner:
         scale, _, foot_u, foot_v, frac, _ = self.placer.fit(
             ids, centre, np.full(count, 180), np.full(count, self.cfg.large_fraction), clamp_tall=True)
         xs, ys = self.camera.ground_points(foot_u, foot_v)
-        out = []
+        out, seen = [], {}
         for o, s, x, y, f in zip(self.set.objects, scale.tolist(), xs.tolist(), ys.tolist(), frac.tolist()):
             colors = list(o.allowed_colors(self.set.palette)) if self.cfg.colors else [None]
             if self.cfg.colors and not o.colorable:
                 colors = colors[:1] or [self.set.default_color]
             for color in colors:
                 sid = o.name if color is None else f"{o.name}-{color}"
+                if sid in seen:  # its image and mask would overwrite another single's
+                    raise UserError(f"object set '{self.set.name}': singles '{seen[sid]}' and "
+                                    f"{o.name!r} with colour {color!r} share the file name {sid}.png; rename one")
+                seen[sid] = o.name if color is None else f"{o.name} ({color})"
                 out.append({
                     "id": sid, "name": o.name, "color": color, "image": f"singles/{sid}.png",
                     "object_set": self.set.name, "object_set_hash": self.set.hash,
