@@ -197,8 +197,10 @@ def _bpy_module(module: str, *args: str) -> str:
     if importlib.util.find_spec("bpy") is None:
         raise UserError("bpy is not installed: pip install 'bpy==5.0.*' (Python 3.11) to render objects")
     r = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True)
+    tail = r.stderr.strip().splitlines()
+    if r.returncode == UserError.exit_code and tail and tail[-1].startswith("comco: error: "):
+        raise UserError(tail[-1].removeprefix("comco: error: "))  # the module's one line, passed on
     if r.returncode != 0:
-        tail = r.stderr.strip().splitlines()
         raise RuntimeError(f"{module} failed:\n" + "\n".join(tail[-15:]))
     return r.stdout
 
