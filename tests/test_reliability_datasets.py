@@ -195,3 +195,33 @@ def test_a_dataset_whose_captions_mix_two_template_versions_is_not_valid(tmp_pat
     r = run("validate", b)
     assert r.returncode == 1 and "record 000000" in r.stderr and "record 000005" in r.stderr, r.stderr
     assert "record 000006" not in r.stderr
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage", b"[1, 2]", b'{"config": '])
+def test_a_corrupt_dataset_json_is_one_line_everywhere_and_overwrite_replaces_it(tmp_path, content):
+    out = tmp_path / "d"
+    plan(out)
+    (out / "dataset.json").write_bytes(content)
+    for args in (["plan", "--n", "12", "--objects", "2-3", "--quiet", "--out", out],
+                 ["probe", out, "--model", "ViT-S-32", "--pretrained", "none", "--no-cache", "--quiet",
+                  "--out", tmp_path / "p"]):
+        r = run(*args)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and "dataset.json" in lines[0], r.stderr[-2000:]
+    r = run("validate", out)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "dataset.json" in r.stderr, r.stderr[-2000:]
+    r = run("plan", "--n", "12", "--objects", "2-3", "--quiet", "--overwrite", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert run("validate", out).returncode == 0
+
+
+def test_probes_refuse_records_that_are_not_scene_records(tmp_path):
+    out = tmp_path / "d"
+    plan(out)
+    with open(out / "scenes.jsonl", "a") as f:
+        f.write("[1, 2]\n")
+    from comco.errors import UserError
+    from comco.probes.probe_data import open_dataset
+
+    with pytest.raises(UserError, match="record 13 is not a scene record"):
+        open_dataset(out)

@@ -108,8 +108,12 @@ def prepare_out(out: Path, info: dict, *, overwrite: bool, resume: bool) -> str:
         return "new"
     try:
         old = json.loads(existing.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        raise UserError(f"{existing} is corrupt; pass --overwrite to start again") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        old = None
+    if not isinstance(old, dict):
+        if overwrite:
+            return "overwrite"
+        raise UserError(f"{existing} is corrupt; pass --overwrite to start again")
     if old.get("config_hash") == info["config_hash"]:
         return "same"
     if overwrite:
@@ -169,6 +173,10 @@ class Dataset:
         """Every record, refusing a scenes.jsonl that lacks records dataset.json counts: a
         probe or a training run on the rest would silently measure another dataset."""
         records = list(self.records())
+        odd = next((k for k, r in enumerate(records, 1) if not isinstance(r, dict) or "objects" not in r), None)
+        if odd is not None:
+            raise UserError(f"{self.root / SCENES}: record {odd} is not a scene record; "
+                            f"`comco validate {self.root}` lists the problems")
         missing = missing_ids(self.root, self.info, (r.get("id") for r in records if isinstance(r, dict)))
         counts = self.info.get("counts") or {}
         expected = counts.get("rendered", counts.get("images")) if self.info.get("rendered") else counts.get("images")
