@@ -137,9 +137,12 @@ def validate_dataset(root: str | Path) -> list[str]:
         problems.append(f"{SCENES}: {count} records, dataset.json says {expected}")
     if rendered:
         # Every planned image of this slice is either rendered or listed as a failure.
-        shard_i, shard_n = info["config"].get("render", {}).get("shard", [0, 1])
-        planned = len(range(shard_i, counts.get("images", 0), shard_n))
-        accounted = counts.get("rendered", 0) + counts.get("failed", 0)
+        try:
+            shard_i, shard_n = info["config"].get("render", {}).get("shard", [0, 1])
+            planned = len(range(shard_i, counts.get("images", 0), shard_n))
+            accounted = counts.get("rendered", 0) + counts.get("failed", 0)
+        except (TypeError, ValueError, AttributeError):
+            return problems + [f"{INFO}: its counts or render shard are not numbers"]
         if accounted != planned:
             problems.append(f"{INFO}: {planned} images planned but {counts.get('rendered', 0)} rendered and "
                             f"{counts.get('failed', 0)} failed: {planned - accounted} are unaccounted for")
