@@ -116,6 +116,17 @@ def test_unsafe_object_names_are_refused_naming_object_and_manifest(tmp_path, na
     assert str(tmp_path / "objects.toml") in line and "objects[0]" in line and "name" in line, line
 
 
+@pytest.mark.parametrize("name", ["../../escaped", "000000"])
+def test_render_refuses_an_unsafe_name_before_writing_anything(tmp_path, name):
+    folder = make_set(tmp_path / "deep" / "er" / "set", swap('name = "brick"', f"name = {json.dumps(name)}"))
+    out = tmp_path / "deep" / "out"
+    before = sorted(p for p in tmp_path.rglob("*"))
+    line = one_line(run("render", "--object-set", folder, "--objects", "1", "--n", "1", "--singles", "--masks",
+                        "--preset", "draft", "--resolution", "32", "--out", out))
+    assert name in line and "objects.toml" in line
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # no image, mask or cached mesh anywhere
+
+
 def test_names_must_differ_after_case_folding(tmp_path):
     from comco.manifest import load_object_set
 
