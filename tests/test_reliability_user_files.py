@@ -344,3 +344,18 @@ def test_an_output_or_cache_that_is_a_file_is_refused_before_any_work(planned, t
     line = one_line(run(*[a.format(file=file, data=planned, fresh=fresh) for a in args]))
     assert "a-file" in line or str(planned) in line, line
     assert file.read_text() == "precious" and not fresh.exists()
+
+
+def test_two_singles_that_would_share_a_file_name_are_refused(tmp_path):
+    """Object 'ball' in colour 'dark-red' and object 'ball-dark' in colour 'red' would both be
+    singles/ball-dark-red.png (and the same mask): one would overwrite the other."""
+    from comco.manifest import load_object_set
+    from comco.plan.planner import PlanConfig, Planner
+
+    text = swap('name = "cube"', 'name = "ball-dark"', swap('name = "brick"', 'name = "ball"'))
+    text = swap("red = [0.7, 0.1, 0.1]", 'red = [0.7, 0.1, 0.1]\ndark-red = [0.4, 0.0, 0.0]', text)
+    folder = make_set(tmp_path, text)
+    oset = load_object_set(folder)
+    Planner(PlanConfig(object_set=str(folder), objects=(2,), n=1), oset).singles()  # no colours: no clash
+    with pytest.raises(UserError, match="ball-dark-red.png"):
+        Planner(PlanConfig(object_set=str(folder), objects=(2,), n=1, colors=True), oset).singles()
