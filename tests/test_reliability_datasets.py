@@ -117,6 +117,18 @@ def test_probes_and_training_refuse_a_dataset_with_records_missing(tmp_path):
     assert r.returncode == 2 and len(lines) == 1 and "000004" in lines[0], r.stderr[-2000:]
 
 
+def test_probes_refuse_a_dataset_with_records_repeated(tmp_path):
+    out = tmp_path / "d"
+    plan(out)
+    lines = (out / "scenes.jsonl").read_text().splitlines()
+    (out / "scenes.jsonl").write_text("\n".join(lines + lines[:2]) + "\n")
+    from comco.errors import UserError
+    from comco.probes.probe_data import open_dataset
+
+    with pytest.raises(UserError, match="holds 14 records but dataset.json counts 12"):
+        open_dataset(out)
+
+
 def test_a_complete_dataset_is_accepted(tmp_path):
     out = tmp_path / "d"
     plan(out)

@@ -184,6 +184,9 @@ class Dataset:
             what = describe_ids(missing)
         elif isinstance(expected, int) and len(records) < expected:
             what = f"{expected - len(records)} records"
+        elif isinstance(expected, int) and len(records) > expected:
+            raise UserError(f"{self.root / SCENES} holds {len(records)} records but {INFO} counts {expected}; "
+                            f"`comco validate {self.root}` lists the problems")
         else:
             return records
         raise UserError(f"{self.root / SCENES} lacks records that {INFO} counts (missing: {what}); "
