@@ -319,7 +319,7 @@ def parse_manifest(data: dict, root: Path, manifest: Path | None = None) -> Obje
         raise UserError(f"{where}: no [[objects]] entries")
     if not isinstance(raw_objects, list):
         raise UserError(f"{where}: key 'objects' must be [[objects]] tables, got {raw_objects!r}")
-    set_name = _text(where, "name", data["name"])
+    set_name = check_file_name(where, "set name", data["name"])  # reports and stage folders may carry it
     description = _text(where, "description", data.get("description", ""), empty=True)
     palette = _palette(where, data.get("palette", {}))
     materials = _texts(where, "materials", data.get("materials", ["rubber"]))

@@ -85,7 +85,8 @@ def swap(old: str, new: str, text: str = MANIFEST) -> str:
     (swap('name = "mine"', 'name = "mine"\nmaterials = "rubber"'), ["materials"]),
     (swap('name = "mine"', 'name = "mine"\ndescription = 4'), ["description"]),
     (swap('name = "mine"', 'name = "mine"\n[color_articles]\nred = "the"'), ["color_articles"]),
-    (swap('name = "mine"', "name = 5"), ["key 'name'"]),
+    (swap('name = "mine"', "name = 5"), ["set name"]),
+    (swap('name = "mine"', 'name = "../mine"'), ["set name"]),
 ])
 def test_a_manifest_of_wrong_types_names_the_file_and_the_key(tmp_path, text, words):
     from comco.manifest import load_object_set
