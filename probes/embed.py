@@ -42,6 +42,7 @@ class EmbeddingCache:
     def _load(self) -> dict[str, tuple[int, int]]:
         if self._index is None:
             self._index = {}
+            _sweep_partial(self.dir)
             for f in sorted(self.dir.glob("*.npz")) if self.dir.is_dir() else []:
                 if f.name.endswith(".tmp.npz"):  # an older comco's temp file, cut by a kill
                     continue
@@ -81,6 +82,23 @@ class EmbeddingCache:
         self._shards.append(emb)
         s = len(self._shards) - 1
         index.update((k, (s, r)) for r, k in enumerate(keys))
+
+
+PARTIAL_AGE_S = 3600  # a shard being written is renamed within seconds; older parts are a kill's
+
+
+def _sweep_partial(folder: Path) -> None:
+    """Remove temp files that killed runs left (they are never read, but take space)."""
+    import time
+
+    if not folder.is_dir():
+        return
+    for f in [*folder.glob("*.npz.part"), *folder.glob("*.tmp.npz")]:
+        try:
+            if time.time() - f.stat().st_mtime > PARTIAL_AGE_S:
+                f.unlink()
+        except OSError:
+            pass
 
 
 def _read_shard(path: Path) -> tuple[np.ndarray, np.ndarray] | None:

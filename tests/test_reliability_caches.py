@@ -68,6 +68,11 @@ def test_a_probe_killed_while_writing_leaves_nothing_the_loader_reads(tmp_path):
     m = TinyModel()
     out = Embedder(m, cache_dir=cache).texts(TEXTS)
     assert sorted(m.texts_seen) == sorted(TEXTS) and out.shape == (6, 3)
+    # The part is swept once it is clearly not being written any more (an hour old).
+    (part,) = [p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".npz")]
+    os.utime(part, (part.stat().st_atime - 7200, part.stat().st_mtime - 7200))
+    Embedder(TinyModel(), cache_dir=cache).texts(TEXTS[:1])
+    assert not part.exists() and len(list(cache.rglob("*.npz"))) == 1
 
 
 @pytest.mark.parametrize("damage", ["old-temp-name", "truncated", "garbage", "empty", "wrong-arrays"])
