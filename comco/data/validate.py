@@ -166,7 +166,7 @@ def _replan_problems(root: Path, info: dict, oset, attempts: list[tuple[int, int
     plan_cfg = {k: tuple(v) if isinstance(v, list) else v for k, v in info["config"].items() if k != "render"}
     try:
         planner = Planner(PlanConfig(**plan_cfg), oset)
-        planned = planner._plan_stream(iter(attempts))
+        planned = planner.records_from(attempts)
         problems, differing = [], []
         for r in read_jsonl(root / SCENES):
             again = next(planned)

@@ -163,6 +163,11 @@ class Planner:
         """The records of these images, in this order (planned in batches, as `records`)."""
         return self._plan_stream((i, 0) for i in indices)
 
+    def records_from(self, attempts: Iterable[tuple[int, int]]) -> Iterator[dict]:
+        """The records of these (index, first retry) attempts, in order, planned in batches:
+        a record's own (index, retry) gives that record again (`comco validate` checks so)."""
+        return self._plan_stream(attempts)
+
     def replan(self, index: int, retry: int) -> dict:
         """Exactly attempt `retry` of image `index` (PlanFailure if that attempt does not fit).
 
