@@ -237,3 +237,49 @@ def test_probes_refuse_records_that_are_not_scene_records(tmp_path):
 
     with pytest.raises(UserError, match="record 13 is not a scene record"):
         open_dataset(out)
+
+
+def fake_shards(tmp_path: Path, image: str) -> list[Path]:
+    """Two 'rendered' shards of a planned dataset (no Blender): shard 0's first record names `image`."""
+    base = tmp_path / "base"
+    plan(base)
+    records = [json.loads(line) for line in (base / "scenes.jsonl").read_text().splitlines()]
+    shards = []
+    for i in range(2):
+        s = tmp_path / f"shard{i}"
+        mine = [r for r in records if r["index"] % 2 == i]
+        if i == 0:
+            mine[0]["image"] = image
+        for r in mine:
+            (s / r["image"]).parent.mkdir(parents=True, exist_ok=True)
+            (s / r["image"]).write_bytes(b"png")
+        (s / "scenes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mine))
+        info = json.loads((base / "dataset.json").read_text())
+        info.update(rendered=True)
+        info["config"]["render"] = {"shard": [i, 2]}
+        info["counts"].update(rendered=len(mine), failed=0)
+        (s / "dataset.json").write_text(json.dumps(info))
+        shards.append(s)
+    return shards
+
+
+@pytest.mark.parametrize("image", ["images/../../../escaped.png", "ABSOLUTE", "images/a/../../x.png"])
+def test_merge_never_writes_outside_its_out_folder(tmp_path, image):
+    if image == "ABSOLUTE":
+        image = str(tmp_path / "w" / "elsewhere" / "escaped.png")
+    shards = fake_shards(tmp_path / "w", image)
+    out = tmp_path / "w" / "merged"
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    r = run("dataset", "merge", *shards, "--out", out)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "record image" in lines[0], r.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.name != "merged") == before
+    r = run("validate", shards[0])
+    assert r.returncode == 1 and "record image" in r.stderr
+
+
+def test_merge_of_honest_fake_shards_works(tmp_path):
+    shards = fake_shards(tmp_path, "images/000000.png")
+    r = run("dataset", "merge", *shards, "--out", tmp_path / "merged")
+    assert r.returncode == 0, r.stderr
+    assert len((tmp_path / "merged" / "scenes.jsonl").read_text().splitlines()) == 12

@@ -254,6 +254,18 @@ def object_set_source(info: dict) -> str:
     return str(source or info.get("object_set") or "")
 
 
+def safe_image_path(image, folders: tuple[str, ...] = ("images", "singles")) -> str:
+    """A record's `image` as written by comco: FOLDER/NAME.png, one file in one of its folders.
+    Anything else (an absolute path, '..', a deeper path) is refused: a merge would write there."""
+    ok = isinstance(image, str) and "\\" not in image and not image.startswith("/")
+    parts = image.split("/") if ok else []
+    if not (len(parts) == 2 and parts[0] in folders and parts[1] not in ("", ".", "..")
+            and not parts[1].startswith(".")):
+        raise UserError(f"record image {image!r} is not a file in {' or '.join(f + '/' for f in folders)}; "
+                        f"the records were edited (make the dataset again)")
+    return image
+
+
 def metadata_rows(records: Iterable[dict], template: str = "and") -> Iterator[dict]:
     """Rows of a Hugging Face imagefolder `metadata.jsonl` (file_name + texts)."""
     for r in records:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from comco.data.folder import (INFO, SCENES, SINGLES, config_hash, describe_ids, expected_ids,
-                               object_set_source, read_jsonl)
+                               object_set_source, read_jsonl, safe_image_path)
 from comco.errors import UserError
 from comco.plan.planner import SLOTS
 
@@ -29,6 +29,10 @@ def check_record(r: dict, names: set[str] | None, set_hash: str | None, rendered
                 f"expected a {shapes[wrong[0]].__name__}"]
     if not all(isinstance(o, dict) for o in r["objects"]):
         return [f"record {rid}: objects must be JSON objects"]
+    try:
+        safe_image_path(r["image"], ("images",))
+    except UserError as exc:
+        return [f"record {rid}: {exc}"]
     try:
         return _check_fields(r, rid, names, set_hash, rendered, root)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
