@@ -187,7 +187,8 @@ def check_file_name(where: str, what: str, name) -> str:
     scene id (a single named 000000 would overwrite scene 000000's mask)."""
     if not isinstance(name, str) or not name.strip():
         raise UserError(f"{where}: {what} must be a non-empty text, got {name!r}")
-    bad = next((c for c in name if c in "/\\" or unicodedata.category(c)[0] == "C"), None)
+    # Braces too: names are filled into caption templates, where {color} would be a placeholder.
+    bad = next((c for c in name if c in "/\\{}" or unicodedata.category(c)[0] == "C"), None)
     if bad is not None:
         raise UserError(f"{where}: {what} {name!r} holds {bad!r}; names become file names: use letters, digits, "
                         f"spaces, '-' or '_'")
@@ -244,6 +245,8 @@ def _parse_object(where: str, raw, palette: dict, root: Path) -> ObjectSpec:
         raise UserError(f"{where}: article must be 'a' or 'an', got {raw['article']!r}")
     plural = _text(where, "plural", raw["plural"])
     synonyms = _texts(where, "synonyms", raw.get("synonyms", []))
+    if any(set(w) & set("{}") for w in (plural, *synonyms)):
+        raise UserError(f"{where}: plural and synonyms cannot hold braces (captions are filled from templates)")
     dims = raw["dimensions_m"]
     if (not isinstance(dims, list) or len(dims) != 3
             or not all(isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims)):

@@ -78,6 +78,7 @@ def swap(old: str, new: str, text: str = MANIFEST) -> str:
     (swap('synonyms = ["block"]', 'synonyms = "block"'), ["brick", "synonyms"]),
     (swap('synonyms = ["block"]', "synonyms = [1]"), ["brick", "synonyms"]),
     (swap('plural = "bricks"', "plural = 3"), ["brick", "plural"]),
+    (swap('plural = "bricks"', 'plural = "{size} bricks"'), ["brick", "plural"]),
     (swap('size_class = "small"', 'size_class = "small"\ncolors = "red"'), ["brick", "colors"]),
     (swap('size_class = "small"', 'size_class = "small"\nmaterial = 7'), ["brick", "material"]),
     (swap("[0.2, 0.1, 0.06]", "[0.2, true, 0.06]"), ["brick", "dimensions_m"]),
@@ -110,7 +111,7 @@ def test_a_manifest_that_is_not_utf8_toml_is_one_line(tmp_path, content):
 # ------------------------------------------------------------------------- object names (item 7)
 
 @pytest.mark.parametrize("name", ["../../escaped", "sub/dir", "back\\slash", "..", ".hidden", "a..b", "tab\there",
-                                  "bell\x07", "", " ", "000000", "1234567", " padded"])
+                                  "bell\x07", "", " ", "000000", "1234567", " padded", "{color}"])
 def test_unsafe_object_names_are_refused_naming_object_and_manifest(tmp_path, name):
     make_set(tmp_path, swap('name = "brick"', f"name = {json.dumps(name)}"))
     line = one_line(run("objects", "list", tmp_path))
