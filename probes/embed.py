@@ -43,6 +43,7 @@ class EmbeddingCache:
         if self._index is None:
             self._index = {}
             _sweep_partial(self.dir)
+            shards = []
             for f in sorted(self.dir.glob("*.npz")) if self.dir.is_dir() else []:
                 if f.name.endswith(".tmp.npz"):  # an older comco's temp file, cut by a kill
                     continue
@@ -53,9 +54,16 @@ class EmbeddingCache:
                     except OSError:
                         pass
                     continue
-                if self._shards and shard[1].shape[1] != self._shards[0].shape[1]:
-                    continue  # a stale entry is a miss: its inputs are encoded and stored again
-                keys, emb = shard
+                shards.append(shard)
+            # Vectors of another width are stale (not this model's): the width most rows have wins,
+            # the others are misses, encoded and stored again.
+            rows: dict[int, int] = {}
+            for _, emb in shards:
+                rows[emb.shape[1]] = rows.get(emb.shape[1], 0) + len(emb)
+            width = max(rows, key=rows.get) if rows else None
+            for keys, emb in shards:
+                if emb.shape[1] != width:
+                    continue
                 self._shards.append(emb)
                 s = len(self._shards) - 1
                 self._index.update((str(k), (s, r)) for r, k in enumerate(keys))
@@ -151,6 +159,12 @@ class Embedder:
         if todo:
             advance = self.progress(f"{kind}s", len(todo)) if self.progress else None
             new = encode([source[k] for k in todo], advance)
+            stale = [k for k, v in found.items() if new.ndim == 2 and v.shape[-1] != new.shape[1]]
+            if stale:  # cached vectors of another width are not this model's: encode them too
+                todo += stale
+                new = np.concatenate([new, encode([source[k] for k in stale], None)])
+                self.stats[f"{kind}_hits"] -= len(stale)
+                self.stats[f"{kind}_encoded"] += len(stale)
             if self.caches:
                 self.caches[kind].store(todo, new)
             found.update(zip(todo, new))

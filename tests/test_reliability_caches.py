@@ -127,3 +127,22 @@ def test_images_rendered_again_in_place_are_not_served_from_the_old_cache(tmp_pa
     # Unchanged files still hit the cache (the cached array is what is returned).
     cached = CachedImages.build(paths, 16, tmp_path / "cache").array
     assert np.array_equal(cached, second) and len(list((tmp_path / "cache").glob("*.npy"))) == 2
+
+
+def test_stale_vectors_of_another_width_are_encoded_again(tmp_path):
+    """Shards of another width under this model's identity (stale entries, fewer rows than the
+    model's own) are never mixed with its vectors, even when they sort first."""
+    from comco.probes.embed import EmbeddingCache, Embedder, text_key
+
+    cache = tmp_path / "cache"
+    first = Embedder(TinyModel(), cache_dir=cache).texts(TEXTS)
+    folder = EmbeddingCache(cache, TinyModel.identity, "text").dir
+    extra = ["a ball", "a cone and a ball"]
+    stale = TEXTS[:2] + extra  # two texts the good shard holds too, two only the stale one has
+    np.savez(folder / "0000-stale.npz", keys=np.asarray([text_key(t) for t in stale]), emb=np.ones((4, 5)))
+    m = TinyModel()
+    out = Embedder(m, cache_dir=cache).texts(TEXTS + extra)
+    assert out.shape == (8, 3) and np.allclose(out[:6], first)
+    assert sorted(m.texts_seen) == sorted(extra)  # the stale ones were encoded again
+    m2 = TinyModel()
+    assert np.allclose(Embedder(m2, cache_dir=cache).texts(extra), out[6:]) and m2.texts_seen == []
