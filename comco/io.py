@@ -119,7 +119,7 @@ def read_json(path: str | Path, what: str = "file") -> Any:
 
 def read_jsonl(path: str | Path) -> Iterator[dict]:
     """The objects of a JSON Lines file; a line that is not JSON is a UserError naming it."""
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:  # orjson checks the UTF-8: a bad byte is a corrupt line, not a traceback
         for line_no, line in enumerate(f, 1):
             if line.strip():
                 try:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -162,6 +164,8 @@ def load_object_set(name_or_path: str | Path) -> ObjectSet:
         data = tomllib.loads(manifest.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{manifest}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{manifest}: not UTF-8 text (byte {exc.start}); save the manifest as UTF-8") from None
     return parse_manifest(data, root, manifest)
 
 
@@ -174,65 +178,141 @@ def _check_keys(where: str, table: dict, allowed: set[str], required: set[str]) 
         raise UserError(f"{where}: missing field '{missing[0]}'")
 
 
+# A scene's id (and so its image and mask file name) is its index in six or more digits.
+SCENE_ID = re.compile(r"\d{6,}")
+
+
+def check_file_name(where: str, what: str, name) -> str:
+    """Names that become file names (singles' images and masks, cached meshes) must be one
+    safe component: no separator, no '..', not hidden, no control characters, and never a
+    scene id (a single named 000000 would overwrite scene 000000's mask)."""
+    if not isinstance(name, str) or not name.strip():
+        raise UserError(f"{where}: {what} must be a non-empty text, got {name!r}")
+    # Braces too: names are filled into caption templates, where {color} would be a placeholder.
+    bad = next((c for c in name if c in "/\\{}" or unicodedata.category(c)[0] == "C"), None)
+    if bad is not None:
+        raise UserError(f"{where}: {what} {name!r} holds {bad!r}; names become file names: use letters, digits, "
+                        f"spaces, '-' or '_'")
+    if name.startswith(".") or ".." in name or name != name.strip():
+        raise UserError(f"{where}: {what} {name!r} cannot start with '.', hold '..' or start or end with a space "
+                        f"(names become file names)")
+    if SCENE_ID.fullmatch(name):
+        raise UserError(f"{where}: {what} {name!r} looks like a scene id; give it a word (names become file names)")
+    return name
+
+
 def _safe_relative(where: str, ref: str, root: Path) -> Path:
     pure = PurePosixPath(ref.replace("\\", "/"))
     if pure.is_absolute() or ref.startswith(("/", "\\")) or (len(ref) > 1 and ref[1] == ":"):
         raise UserError(f"{where}: mesh path '{ref}' is absolute; give a path inside the set's folder")
     if ".." in pure.parts:
         raise UserError(f"{where}: mesh path '{ref}' leaves the set's folder; keep meshes inside it")
-    return root / Path(*pure.parts)
+    path = root / Path(*pure.parts)
+    # A symbolic link (the file or a folder on the way) may point anywhere: refuse it like '..'.
+    if path.exists() and not path.resolve().is_relative_to(root.resolve()):
+        raise UserError(f"{where}: mesh path '{ref}' leaves the set's folder (through a symbolic link); "
+                        f"copy the mesh into it")
+    return path
 
 
-def _parse_object(where: str, raw: dict, palette: dict, root: Path) -> ObjectSpec:
+def _text(where: str, key: str, value, *, empty: bool = False) -> str:
+    if not isinstance(value, str) or (not empty and not value.strip()):
+        raise UserError(f"{where}: key '{key}' must be a{'' if empty else ' non-empty'} text, got {value!r}")
+    return value
+
+
+def _texts(where: str, key: str, value) -> tuple[str, ...]:
+    # A bare string would be read letter by letter ("block" -> b, l, o, c, k).
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise UserError(f"{where}: key '{key}' must be a list of texts, e.g. [\"a\", \"b\"], got {value!r}")
+    return tuple(value)
+
+
+def _number(where: str, key: str, value, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise UserError(f"{where}: key '{key}' must be a number in {lo:g}..{hi:g}, got {value!r}")
+    return float(value)
+
+
+def _parse_object(where: str, raw, palette: dict, root: Path) -> ObjectSpec:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: each [[objects]] entry must be a table, got {raw!r}")
     _check_keys(where, raw, OBJECT_KEYS, OBJECT_REQUIRED)
-    name = raw["name"]
-    if not isinstance(name, str) or not name or name != name.strip().lower():
+    name = check_file_name(where, "object name", raw["name"])
+    if name != name.lower():
         raise UserError(f"{where}: name must be a non-empty lower-case word, got {name!r}")
+    where = f"{where} ({name})"
     if raw["article"] not in ("a", "an"):
-        raise UserError(f"{where} ({name}): article must be 'a' or 'an', got {raw['article']!r}")
+        raise UserError(f"{where}: article must be 'a' or 'an', got {raw['article']!r}")
+    plural = _text(where, "plural", raw["plural"])
+    synonyms = _texts(where, "synonyms", raw.get("synonyms", []))
+    if any(set(w) & set("{}") for w in (plural, *synonyms)):
+        raise UserError(f"{where}: plural and synonyms cannot hold braces (captions are filled from templates)")
     dims = raw["dimensions_m"]
     if (not isinstance(dims, list) or len(dims) != 3
-            or not all(isinstance(d, (int, float)) and d > 0 for d in dims)):
-        raise UserError(f"{where} ({name}): dimensions_m must be three positive numbers [width, depth, height] in metres")
+            or not all(isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims)):
+        raise UserError(f"{where}: dimensions_m must be three positive numbers [width, depth, height] in metres")
     dims = tuple(float(d) for d in dims)
     if max(dims) > 500 or max(dims) < 0.005:
-        raise UserError(f"{where} ({name}): dimensions_m {list(dims)} is not a plausible real-world size in metres")
+        raise UserError(f"{where}: dimensions_m {list(dims)} is not a plausible real-world size in metres")
     size_class = raw["size_class"]
     expected = size_class_for(max(dims))
     if size_class not in SIZE_CLASSES:
-        raise UserError(f"{where} ({name}): size_class must be one of {', '.join(SIZE_CLASSES)}")
+        raise UserError(f"{where}: size_class must be one of {', '.join(SIZE_CLASSES)}")
     if size_class != expected:
-        raise UserError(f"{where} ({name}): size_class '{size_class}' disagrees with its longest side "
+        raise UserError(f"{where}: size_class '{size_class}' disagrees with its longest side "
                         f"{max(dims):g} m (expected '{expected}')")
+    colorable = raw["colorable"]
+    if not isinstance(colorable, bool):  # "no" would be read as true
+        raise UserError(f"{where}: key 'colorable' must be true or false, got {colorable!r}")
     source = raw["source"]
-    kind, _, ref = str(source).partition(":")
+    kind, _, ref = source.partition(":") if isinstance(source, str) else ("", "", "")
     if kind not in ("builder", "mesh") or not ref:
-        raise UserError(f"{where} ({name}): source must be 'builder:NAME' or 'mesh:FILE', got {source!r}")
+        raise UserError(f"{where}: source must be 'builder:NAME' or 'mesh:FILE', got {source!r}")
     if kind == "mesh":
-        path = _safe_relative(f"{where} ({name})", ref, root)
+        path = _safe_relative(where, ref, root)
         if path.suffix.lower() not in MESH_SUFFIXES:
-            raise UserError(f"{where} ({name}): mesh '{ref}' has an unsupported type; use one of {' '.join(MESH_SUFFIXES)}")
+            raise UserError(f"{where}: mesh '{ref}' has an unsupported type; use one of {' '.join(MESH_SUFFIXES)}")
         if not path.is_file():
-            raise UserError(f"{where} ({name}): mesh file '{ref}' not found in {root}")
-    colors = tuple(raw.get("colors", ()))
-    unknown_colors = [c for c in colors if raw["colorable"] and c not in palette]
+            raise UserError(f"{where}: mesh file '{ref}' not found in {root}")
+    colors = _texts(where, "colors", raw.get("colors", []))
+    unknown_colors = [c for c in colors if colorable and c not in palette]
     if unknown_colors:
-        raise UserError(f"{where} ({name}): colour '{unknown_colors[0]}' is not in the set's palette")
+        raise UserError(f"{where}: colour '{unknown_colors[0]}' is not in the set's palette")
+    for c in colors:
+        check_file_name(where, "colour", c)  # a single's id is NAME-COLOUR
+    yaw_range = _number(where, "yaw_range", raw.get("yaw_range", 30.0), 0.0, 180.0)
     rotation_fix = raw.get("rotation_fix", [0.0, 0.0, 0.0])
-    if not isinstance(rotation_fix, list) or len(rotation_fix) != 3:
-        raise UserError(f"{where} ({name}): rotation_fix must be three angles in degrees")
+    if (not isinstance(rotation_fix, list) or len(rotation_fix) != 3
+            or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in rotation_fix)):
+        raise UserError(f"{where}: rotation_fix must be three angles in degrees")
+    material = raw.get("material")
+    if material is not None:
+        _text(where, "material", material)
     fill = raw.get("fill")
     if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float)) or not 0.05 <= fill <= 1):
-        raise UserError(f"{where} ({name}): fill must be a share between 0.05 and 1 "
+        raise UserError(f"{where}: fill must be a share between 0.05 and 1 "
                         f"(`comco objects calibrate` measures it), got {fill!r}")
     return ObjectSpec(
-        name=name, plural=raw["plural"], article=raw["article"], dimensions_m=dims,
-        size_class=size_class, colorable=bool(raw["colorable"]), source=str(source),
-        synonyms=tuple(raw.get("synonyms", ())), colors=colors,
-        yaw_range=float(raw.get("yaw_range", 30.0)),
+        name=name, plural=plural, article=raw["article"], dimensions_m=dims,
+        size_class=size_class, colorable=colorable, source=source,
+        synonyms=synonyms, colors=colors, yaw_range=yaw_range,
         rotation_fix=tuple(float(a) for a in rotation_fix),  # type: ignore[arg-type]
-        material=raw.get("material"), fill=None if fill is None else float(fill),
+        material=material, fill=None if fill is None else float(fill),
     )
+
+
+def _palette(where: str, raw) -> dict[str, tuple[float, float, float]]:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: key 'palette' must be a table of colour = [r, g, b]")
+    palette = {}
+    for cname, rgb in raw.items():
+        check_file_name(where, "palette colour", cname)
+        if (not isinstance(rgb, list) or len(rgb) != 3
+                or not all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0.0 <= c <= 1.0 for c in rgb)):
+            raise UserError(f"{where}: palette colour '{cname}' must be three numbers in 0..1, got {rgb!r}")
+        palette[cname] = tuple(float(c) for c in rgb)
+    return palette
 
 
 def parse_manifest(data: dict, root: Path, manifest: Path | None = None) -> ObjectSet:
@@ -241,23 +321,30 @@ def parse_manifest(data: dict, root: Path, manifest: Path | None = None) -> Obje
     raw_objects = data.get("objects")
     if not raw_objects:
         raise UserError(f"{where}: no [[objects]] entries")
-    palette = {str(k): tuple(float(c) for c in v) for k, v in data.get("palette", {}).items()}
-    for cname, rgb in palette.items():
-        if len(rgb) != 3 or not all(0.0 <= c <= 1.0 for c in rgb):
-            raise UserError(f"{where}: palette colour '{cname}' must be three numbers in 0..1")
+    if not isinstance(raw_objects, list):
+        raise UserError(f"{where}: key 'objects' must be [[objects]] tables, got {raw_objects!r}")
+    set_name = check_file_name(where, "set name", data["name"])  # reports and stage folders may carry it
+    description = _text(where, "description", data.get("description", ""), empty=True)
+    palette = _palette(where, data.get("palette", {}))
+    materials = _texts(where, "materials", data.get("materials", ["rubber"]))
+    default_color = check_file_name(where, "default_color", data.get("default_color", "gray"))
+    color_articles = data.get("color_articles", {})
+    if not isinstance(color_articles, dict) or any(v not in ("a", "an") for v in color_articles.values()):
+        raise UserError(f"{where}: key 'color_articles' must be a table of colour = \"a\" or \"an\", "
+                        f"got {color_articles!r}")
     objects = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(raw_objects):
         obj = _parse_object(f"{where} objects[{i}]", raw, palette, root)
-        if obj.name in seen:
-            raise UserError(f"{where}: duplicate object name '{obj.name}' (objects[{seen[obj.name]}] and objects[{i}])")
-        seen[obj.name] = i
+        folded = obj.name.casefold()  # file names must differ on case-insensitive disks too
+        if folded in seen:
+            raise UserError(f"{where}: duplicate object name '{obj.name}' (objects[{seen[folded]}] and objects[{i}])")
+        seen[folded] = i
         objects.append(obj)
-    default_color = data.get("default_color", "gray")
     return ObjectSet(
-        name=str(data["name"]), root=root, description=str(data.get("description", "")),
-        objects=tuple(objects), palette=palette, materials=tuple(data.get("materials", ["rubber"])),
-        default_color=default_color, color_articles=dict(data.get("color_articles", {})),
+        name=set_name, root=root, description=description,
+        objects=tuple(objects), palette=palette, materials=materials or ("rubber",),
+        default_color=default_color, color_articles=dict(color_articles),
         hash=hash_manifest(data, root, objects),
     )
 

@@ -42,11 +42,31 @@ class EmbeddingCache:
     def _load(self) -> dict[str, tuple[int, int]]:
         if self._index is None:
             self._index = {}
+            _sweep_partial(self.dir)
+            shards = []
             for f in sorted(self.dir.glob("*.npz")) if self.dir.is_dir() else []:
-                with np.load(f) as z:
-                    self._shards.append(z["emb"])
-                    s = len(self._shards) - 1
-                    self._index.update((str(k), (s, r)) for r, k in enumerate(z["keys"]))
+                if f.name.endswith(".tmp.npz"):  # an older comco's temp file, cut by a kill
+                    continue
+                shard = _read_shard(f)
+                if shard is None:
+                    try:  # complete shards are renamed into place, so this one is broken for good
+                        f.unlink()
+                    except OSError:
+                        pass
+                    continue
+                shards.append(shard)
+            # Vectors of another width are stale (not this model's): the width most rows have wins,
+            # the others are misses, encoded and stored again.
+            rows: dict[int, int] = {}
+            for _, emb in shards:
+                rows[emb.shape[1]] = rows.get(emb.shape[1], 0) + len(emb)
+            width = max(rows, key=rows.get) if rows else None
+            for keys, emb in shards:
+                if emb.shape[1] != width:
+                    continue
+                self._shards.append(emb)
+                s = len(self._shards) - 1
+                self._index.update((str(k), (s, r)) for r, k in enumerate(keys))
         return self._index
 
     def lookup(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -58,13 +78,47 @@ class EmbeddingCache:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
         name = uuid.uuid4().hex
-        tmp = self.dir / f"{name}.tmp.npz"
-        np.savez(tmp, keys=np.asarray(keys), emb=emb.astype(np.float32))
-        os.replace(tmp, self.dir / f"{name}.npz")
+        # The temp name must not match the loader's *.npz (np.savez given a path would add .npz).
+        tmp = self.dir / f"{name}.npz.part"
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(f, keys=np.asarray(keys), emb=emb.astype(np.float32))
+            os.replace(tmp, self.dir / f"{name}.npz")
+        finally:
+            tmp.unlink(missing_ok=True)
         index = self._load()
         self._shards.append(emb)
         s = len(self._shards) - 1
         index.update((k, (s, r)) for r, k in enumerate(keys))
+
+
+PARTIAL_AGE_S = 3600  # a shard being written is renamed within seconds; older parts are a kill's
+
+
+def _sweep_partial(folder: Path) -> None:
+    """Remove temp files that killed runs left (they are never read, but take space)."""
+    import time
+
+    if not folder.is_dir():
+        return
+    for f in [*folder.glob("*.npz.part"), *folder.glob("*.tmp.npz")]:
+        try:
+            if time.time() - f.stat().st_mtime > PARTIAL_AGE_S:
+                f.unlink()
+        except OSError:
+            pass
+
+
+def _read_shard(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    """(keys, embeddings) of one cache shard; None if it cannot be read whole."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            keys, emb = np.asarray(z["keys"]), np.asarray(z["emb"], dtype=np.float32)
+    except Exception:  # truncated, scrambled, not an npz, missing arrays: all just a miss
+        return None
+    if emb.ndim != 2 or keys.ndim != 1 or len(keys) != len(emb) or not emb.shape[1]:
+        return None
+    return keys, emb
 
 
 class Embedder:
@@ -105,6 +159,12 @@ class Embedder:
         if todo:
             advance = self.progress(f"embed {kind}s", len(todo)) if self.progress else None
             new = encode([source[k] for k in todo], advance)
+            stale = [k for k, v in found.items() if new.ndim == 2 and v.shape[-1] != new.shape[1]]
+            if stale:  # cached vectors of another width are not this model's: encode them too
+                todo += stale
+                new = np.concatenate([new, encode([source[k] for k in stale], None)])
+                self.stats[f"{kind}_hits"] -= len(stale)
+                self.stats[f"{kind}_encoded"] += len(stale)
             if self.caches:
                 self.caches[kind].store(todo, new)
             found.update(zip(todo, new))

@@ -60,7 +60,7 @@ def open_dataset(root: str | Path) -> ProbeData:
 
     root = Path(root)
     ds = Dataset(root)  # raises the one-line error for a folder that is not a dataset
-    records = list(ds.records())
+    records = ds.complete_records()
     singles = ds.singles() if ds.has_singles() else []
     names, forms, object_set = gallery_names(ds.info, records)
     return ProbeData(root=root, info=ds.info, records=records, singles=singles, names=names,
@@ -69,10 +69,11 @@ def open_dataset(root: str | Path) -> ProbeData:
 
 def gallery_names(info: dict, records: list[dict]):
     """Every object name of the dataset's set (the manifest when it loads, else the records)."""
+    from comco.data.folder import object_set_source
     from comco.manifest import load_object_set
 
     try:
-        s = load_object_set(info.get("object_set", ""))
+        s = load_object_set(object_set_source(info))
     except UserError:
         s = None
     if s is not None and (not info.get("object_set_hash") or s.hash == info["object_set_hash"]):

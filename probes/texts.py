@@ -44,9 +44,10 @@ def name_list(name: str) -> list[str]:
 def template_book(info: dict | None = None):
     from comco.plan import captions
 
-    extra = ((info or {}).get("config") or {}).get("templates")
+    config = (info or {}).get("config") or {}
+    extra, text = config.get("templates"), config.get("templates_text")
     try:
-        return captions.load_templates(extra)
+        return captions.load_templates(extra, text=text)
     except UserError:
         return captions.load_templates()  # the dataset's template file moved; built-ins still apply
 

@@ -35,7 +35,9 @@ def measure_fills(object_set: str, resolution: int = 160, turns: int = 5) -> lis
     from comco.scenes.stage import build_stage, reset, set_camera
 
     oset = load_object_set(object_set)
-    planner = Planner(PlanConfig(object_set=object_set, n=1, resolution=(resolution, resolution)), oset)
+    # Singles only: one object per scene fits every set (the default 2-5 needs five objects).
+    planner = Planner(PlanConfig(object_set=object_set, objects=(1,), n=1, resolution=(resolution, resolution)),
+                      oset)
     reset()
     scene = build_stage("draft", resolution, resolution)
     objects = bpy.data.collections.new("objects")
@@ -66,5 +68,11 @@ def measure_fills(object_set: str, resolution: int = 160, turns: int = 5) -> lis
 
 
 if __name__ == "__main__":  # python -m comco.scenes.calibrate SET RESOLUTION TURNS -> JSON on the last line
-    result = measure_fills(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    from comco.errors import UserError
+
+    try:
+        result = measure_fills(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    except UserError as exc:  # the parent (comco.cli.app._bpy_module) prints it as one line
+        sys.stderr.write(f"comco: error: {exc}\n")
+        sys.exit(exc.exit_code)
     sys.stdout.write("\n" + json.dumps(result) + "\n")

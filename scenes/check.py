@@ -45,5 +45,11 @@ def _fmt(d) -> str:
 
 
 if __name__ == "__main__":  # python -m comco.scenes.check SET  -> JSON lines on stdout's last line
-    result = check_set(sys.argv[1])
+    from comco.errors import UserError
+
+    try:
+        result = check_set(sys.argv[1])
+    except UserError as exc:  # the parent (comco.cli.app._bpy_module) prints it as one line
+        sys.stderr.write(f"comco: error: {exc}\n")
+        sys.exit(exc.exit_code)
     sys.stdout.write("\n" + json.dumps(result) + "\n")

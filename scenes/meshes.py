@@ -28,7 +28,11 @@ def file_hash(path: Path) -> str:
 
 def cache_path(spec, root: Path) -> Path:
     src = root / spec.source_ref
-    return root / CACHE_DIR / f"{spec.name}-{file_hash(src)}.blend"
+    path = root / CACHE_DIR / f"{spec.name}-{file_hash(src)}.blend"
+    # The manifest only admits names that are one file-name component; never write elsewhere.
+    if path.parent != root / CACHE_DIR or path.resolve().parent != (root / CACHE_DIR).resolve():
+        raise ObjectBuildError(f"{spec.name}: its cache file would leave {root / CACHE_DIR}")
+    return path
 
 
 def import_mesh(spec, root: Path, library: bpy.types.Collection) -> bpy.types.Object:

@@ -28,7 +28,8 @@ def render_singles(object_set: str, names: list[str] | None, preset: str, size: 
 
     oset = load_object_set(object_set)
     # Sheets are for people: objects are framed larger than the reference singles (7 %).
-    planner = Planner(PlanConfig(object_set=object_set, n=1, resolution=(size, size), colors=colors,
+    # Singles only: one object per scene fits every set (the default 2-5 needs five objects).
+    planner = Planner(PlanConfig(object_set=object_set, objects=(1,), n=1, resolution=(size, size), colors=colors,
                                  large_fraction=0.16), oset)
     singles = [s for s in planner.singles() if names is None or s["name"] in names]
     reset()
@@ -88,7 +89,13 @@ def preview(object_set: str, out: str, preset: str = "draft", size: int = 160, c
 if __name__ == "__main__":  # python -m comco.scenes.preview SET OUT.png [preset] [size] [names...]
     import sys
 
+    from comco.errors import UserError
+
     args = sys.argv[1:]
-    n = preview(args[0], args[1], args[2] if len(args) > 2 else "draft", int(args[3]) if len(args) > 3 else 160,
-                names=args[4:] or None)
+    try:
+        n = preview(args[0], args[1], args[2] if len(args) > 2 else "draft", int(args[3]) if len(args) > 3 else 160,
+                    names=args[4:] or None)
+    except UserError as exc:  # the parent (comco.cli.app._bpy_module) prints it as one line
+        sys.stderr.write(f"comco: error: {exc}\n")
+        sys.exit(exc.exit_code)
     print(f"{n} objects -> {args[1]}")

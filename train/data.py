@@ -40,7 +40,7 @@ def load_comco(root: Path, templates: list[str], *, negatives: str | None = None
     dataset = Dataset(root)
     samples = []
     seen: set[str] = set()
-    for record in dataset.records():
+    for record in dataset.complete_records():
         captions_by_template = record.get("captions", {})
         seen.update(captions_by_template)
         captions: list[str] = []

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from comco.errors import UserError
 from comco.train.task import Batch
 
 OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -54,7 +55,7 @@ class CachedImages:
 
     @classmethod
     def build(cls, paths: list[Path], resolution: int, cache_dir: Path, threads: int = 4) -> "CachedImages":
-        key = hashlib.sha256("\n".join([str(resolution), *map(str, paths)]).encode()).hexdigest()[:16]
+        key = hashlib.sha256("\n".join([str(resolution), *_identities(paths)]).encode()).hexdigest()[:16]
         cache = cache_dir / f"images-{resolution}px-{key}.npy"
         if cache.exists():
             return cls(np.load(cache, mmap_mode=None))
@@ -71,6 +72,19 @@ class CachedImages:
         np.save(tmp, array)
         tmp.replace(cache)
         return cls(array)
+
+
+def _identities(paths: list[Path]) -> list[str]:
+    """Each image's path with its size and modification time: a dataset rendered again in
+    place (new files renamed over the old ones) gets another cache key, never old pixels."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise UserError(f"image {path} is missing; render the dataset (again) with `comco render`") from None
+        out.append(f"{path}\t{st.st_size}\t{st.st_mtime_ns}")
+    return out
 
 
 class FileImages:

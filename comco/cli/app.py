@@ -126,8 +126,10 @@ def plan(
     quiet: Quiet = False,
 ):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
+    from comco.data.folder import require_folder
     from comco.data.writer import run_plan
 
+    require_folder(out, "--out")
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
                       order_bias, large_fraction, small_fraction, captions, templates)
     stats = run_plan(cfg, out, overwrite=overwrite, resume=resume, quiet=quiet, singles=singles)
@@ -158,9 +160,11 @@ def render(
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
+    from comco.data.folder import require_folder
     from comco.render.run import RenderOptions, parse_shard, run_render
 
     _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
+    require_folder(out, "--out")
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
                       order_bias, large_fraction, small_fraction, captions, templates)
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
@@ -215,10 +219,22 @@ def _bpy_module(module: str, *args: str) -> str:
     if importlib.util.find_spec("bpy") is None:
         raise UserError("bpy is not installed: pip install 'bpy==5.0.*' (Python 3.11) to render objects")
     r = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True)
+    tail = r.stderr.strip().splitlines()
+    if r.returncode == UserError.exit_code and tail and tail[-1].startswith("comco: error: "):
+        raise UserError(tail[-1].removeprefix("comco: error: "))  # the module's one line, passed on
     if r.returncode != 0:
-        tail = r.stderr.strip().splitlines()
         raise RuntimeError(f"{module} failed:\n" + "\n".join(tail[-15:]))
     return r.stdout
+
+
+def _image_out(out: Path) -> None:
+    """--out of a PNG: a file in an existing or creatable folder, checked before Blender starts."""
+    from comco.data.folder import require_folder
+
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder; give the PNG's file name (e.g. {out / 'sheet.png'})")
+    require_folder(out.parent, "--out's folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
 
 
 @objects_app.command("preview")
@@ -231,6 +247,7 @@ def objects_preview(
     from comco.manifest import load_object_set
 
     load_object_set(object_set)  # manifest errors end here, with one line
+    _image_out(out)
     _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size))
     typer.echo(f"contact sheet -> {out}")
 
@@ -246,6 +263,7 @@ def objects_show(
     from comco.manifest import load_object_set
 
     load_object_set(object_set).get(name)
+    _image_out(out)
     _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size), name)
     typer.echo(f"{name} -> {out}")
 
@@ -298,8 +316,10 @@ def objects_calibrate(
 def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folders rendered with --shard i/N.")],
                   out: Out, quiet: Quiet = False):
     """Join rendered shards into one dataset (they must share the configuration)."""
+    from comco.data.folder import require_folder
     from comco.data.merge import merge_shards
 
+    require_folder(out, "--out")
     s = merge_shards(shards, out)
     _say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
 

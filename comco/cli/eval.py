@@ -45,8 +45,13 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
         analyses: str = "") -> None:
     """Run one eval; a user's mistake ends it with exit code 2 and one line, never a traceback."""
     try:
+        from comco.data.folder import require_folder
         from comco.probes.embed import DEFAULT_CACHE
         from comco.probes.natural.run import run_natural_eval
+
+        require_folder(out, "--out")
+        if not no_cache:
+            require_folder(cache or DEFAULT_CACHE, "--cache")
 
         if device is None:
             import torch

@@ -56,6 +56,11 @@ def probe(
         raise UserError("give at least one --model (e.g. --model ViT-B-32 --pretrained openai); see --list-models")
     if out is None:
         raise UserError("give --out DIR for the results")
+    from comco.data.folder import require_folder
+
+    require_folder(out, "--out")
+    if not no_cache:
+        require_folder(cache or DEFAULT_CACHE, "--cache")
     if len(pretrained) not in (0, 1, len(model)):
         raise UserError(f"{len(pretrained)} --pretrained for {len(model)} --model: give one for all or one per model")
     tags = pretrained * len(model) if len(pretrained) == 1 else (pretrained or [None] * len(model))

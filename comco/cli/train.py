@@ -61,9 +61,11 @@ def _betas(text: str | None):
 
 
 def _run(kind: str, options: dict, **given) -> None:
+    from comco.data.folder import require_folder
     from comco.train.run import make_config, run_training
 
     given["adam_betas"] = _betas(given.get("adam_betas"))
+    require_folder(given["out"], "--out")
     for key in ("data", "out", "image_root", "resume"):
         if given.get(key) is not None:
             given[key] = str(given[key])

@@ -55,8 +55,12 @@ def prepare_out(out: Path, info: dict, *, overwrite: bool, resume: bool) -> str:
         return "new"
     try:
         old = json.loads(existing.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        raise UserError(f"{existing} is corrupt; pass --overwrite to start again") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        old = None
+    if not isinstance(old, dict):
+        if overwrite:
+            return "overwrite"
+        raise UserError(f"{existing} is corrupt; pass --overwrite to start again")
     if old.get("config_hash") == info["config_hash"]:
         return "same"
     if overwrite:
@@ -64,6 +68,18 @@ def prepare_out(out: Path, info: dict, *, overwrite: bool, resume: bool) -> str:
     hint = " (--resume only continues the same configuration)" if resume else ""
     raise UserError(f"--out {out} holds a dataset made with another configuration{hint}; "
                     f"pass --overwrite to replace it or choose another --out")
+
+
+def require_folder(path: Path, flag: str = "--out") -> None:
+    """A folder named on the command line (an output, a cache): refused before any work when
+    it is a file or lies under one (found only at the end, after all the work, otherwise)."""
+    path = Path(path)
+    for at in (path, *path.parents):
+        if at.exists():
+            if not at.is_dir():
+                where = "is a file" if at == path else f"lies under the file {at}"
+                raise UserError(f"{flag} {path} {where}; give a folder")
+            return
 
 
 def check_writable(out: Path) -> None:
@@ -75,6 +91,18 @@ def check_writable(out: Path) -> None:
         raise UserError(f"--out {out} is not writable ({exc.strerror}); choose another folder") from None
 
 
+def read_info(root: Path) -> dict:
+    """dataset.json as a dict; a corrupt one is the user's to fix (one line, no traceback)."""
+    path = Path(root) / INFO
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path} is corrupt ({exc.__class__.__name__}); make the dataset again") from None
+    if not isinstance(info, dict):
+        raise UserError(f"{path} is corrupt (not a JSON object); make the dataset again")
+    return info
+
+
 class Dataset:
     """Read access to a dataset folder (what probes, training and the lab use)."""
 
@@ -83,10 +111,33 @@ class Dataset:
         if not (self.root / INFO).is_file() or not (self.root / SCENES).is_file():
             raise UserError(f"{self.root} is not a comco dataset (no {INFO} / {SCENES}); "
                             f"make one with `comco plan` or `comco render`")
-        self.info = json.loads((self.root / INFO).read_text(encoding="utf-8"))
+        self.info = read_info(self.root)
 
     def records(self) -> Iterator[dict]:
         return read_jsonl(self.root / SCENES)
+
+    def complete_records(self) -> list[dict]:
+        """Every record, refusing a scenes.jsonl that lacks records dataset.json counts: a
+        probe or a training run on the rest would silently measure another dataset."""
+        records = list(self.records())
+        odd = next((k for k, r in enumerate(records, 1) if not isinstance(r, dict) or "objects" not in r), None)
+        if odd is not None:
+            raise UserError(f"{self.root / SCENES}: record {odd} is not a scene record; "
+                            f"`comco validate {self.root}` lists the problems")
+        missing = missing_ids(self.root, self.info, (r.get("id") for r in records if isinstance(r, dict)))
+        counts = self.info.get("counts") or {}
+        expected = counts.get("rendered", counts.get("images")) if self.info.get("rendered") else counts.get("images")
+        if missing:
+            what = describe_ids(missing)
+        elif isinstance(expected, int) and len(records) < expected:
+            what = f"{expected - len(records)} records"
+        elif isinstance(expected, int) and len(records) > expected:
+            raise UserError(f"{self.root / SCENES} holds {len(records)} records but {INFO} counts {expected}; "
+                            f"`comco validate {self.root}` lists the problems")
+        else:
+            return records
+        raise UserError(f"{self.root / SCENES} lacks records that {INFO} counts (missing: {what}); "
+                        f"restore the file or make the dataset again (`comco render --resume`)")
 
     def singles(self) -> list[dict]:
         path = self.root / SINGLES
@@ -106,6 +157,60 @@ class Dataset:
 
     def __len__(self) -> int:
         return int(self.info["counts"].get("images", 0))
+
+
+def expected_ids(root: Path, info: dict) -> list[str] | None:
+    """The ids dataset.json says scenes.jsonl holds (None when it does not say): every
+    planned image of the slice, less the ones failures.jsonl lists as failed."""
+    counts, config = info.get("counts"), info.get("config")
+    if not isinstance(counts, dict) or not isinstance(config, dict) or not isinstance(counts.get("images"), int):
+        return None
+    render = config.get("render") if isinstance(config.get("render"), dict) else {}
+    shard = render.get("shard", [0, 1]) if info.get("rendered") else [0, 1]
+    try:
+        shard_i, shard_n = (int(x) for x in shard)
+    except (TypeError, ValueError):
+        return None
+    ids = [f"{i:06d}" for i in range(shard_i, counts["images"], max(1, shard_n))]
+    if info.get("rendered") and counts.get("failed"):
+        if not (Path(root) / FAILURES).is_file():
+            return None  # which ones failed is not known here (a derived copy); the count still is
+        failed = {f.get("id") for f in read_jsonl(Path(root) / FAILURES) if isinstance(f, dict)}
+        ids = [i for i in ids if i not in failed]
+    return ids
+
+
+def missing_ids(root: Path, info: dict, present: Iterable) -> list[str]:
+    expected = expected_ids(root, info)
+    if expected is None:
+        return []
+    have = set(present)
+    return [i for i in expected if i not in have]
+
+
+def describe_ids(ids: list[str], show: int = 5) -> str:
+    more = f" and {len(ids) - show} more" if len(ids) > show else ""
+    return f"record{'s' if len(ids) > 1 else ''} {', '.join(ids[:show])}{more}"
+
+
+def object_set_source(info: dict) -> str:
+    """Where a dataset's object set is loaded from: the folder or built-in name its
+    configuration recorded (a user set's manifest `name` is not a place to find it)."""
+    config = info.get("config")
+    source = config.get("object_set") if isinstance(config, dict) else None
+    return str(source or info.get("object_set") or "")
+
+
+def safe_image_path(image, folders: tuple[str, ...] = ("images", "singles")) -> str:
+    """A record's `image` as written by comco: FOLDER/NAME.png, one file in one of its folders.
+    Anything else (an absolute path, '..', a deeper path) is refused: a merge would write there."""
+    ok = isinstance(image, str) and "\\" not in image and not image.startswith("/")
+    parts = image.split("/") if ok else []
+    if not (len(parts) == 2 and parts[0] in folders and parts[1] not in ("", ".", "..")
+            and not parts[1].startswith(".")):
+        raise UserError(f"record image {image!r} is not a file in {' or '.join(f + '/' for f in folders)}; "
+                        f"the records were edited (make the dataset again)")
+    return image
 
 
 def metadata_rows(records: Iterable[dict], template: str = "and") -> Iterator[dict]:

@@ -11,7 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
-from comco.data.folder import FAILURES, INFO, METADATA, SCENES, SINGLES, config_hash, metadata_rows
+from comco.data.folder import (FAILURES, INFO, METADATA, SCENES, SINGLES, config_hash, metadata_rows, read_info,
+                               safe_image_path)
 from comco.io import read_jsonl, write_json, write_jsonl
 from comco.errors import UserError
 
@@ -31,7 +32,7 @@ def merge_shards(shards: list[Path], out: Path) -> dict:
     for s in shards:
         if not (s / INFO).is_file():
             raise UserError(f"{s} is not a comco dataset (no {INFO})")
-        info = json.loads((s / INFO).read_text(encoding="utf-8"))
+        info = read_info(s)
         if not info.get("rendered"):
             raise UserError(f"{s} is not finished rendering; complete it with `comco render ... --resume`")
         infos.append(info)
@@ -48,14 +49,14 @@ def merge_shards(shards: list[Path], out: Path) -> dict:
     records, singles, failures = [], [], []
     for s in shards:
         for r in read_jsonl(s / SCENES):
-            _link_or_copy(s / r["image"], out / r["image"])
+            _link_or_copy(s / r["image"], out / safe_image_path(r["image"], ("images",)))
             mask = s / "masks" / Path(r["image"]).name
             if mask.is_file():
                 _link_or_copy(mask, out / "masks" / mask.name)
             records.append(r)
         if (s / SINGLES).is_file():
             for r in read_jsonl(s / SINGLES):
-                _link_or_copy(s / r["image"], out / r["image"])
+                _link_or_copy(s / r["image"], out / safe_image_path(r["image"], ("singles",)))
                 singles.append(r)
         if (s / FAILURES).is_file():
             failures += list(read_jsonl(s / FAILURES))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from comco.data.folder import INFO, SCENES, SINGLES
+from comco.data.folder import (INFO, SCENES, SINGLES, config_hash, describe_ids, expected_ids, object_set_source,
+                               safe_image_path)
 from comco.io import read_jsonl
 from comco.errors import UserError
 from comco.plan.planner import SLOTS
@@ -13,6 +14,7 @@ from comco.plan.planner import SLOTS
 RECORD_KEYS = ("id", "seed", "object_set", "object_set_hash", "image", "resolution", "layout",
                "camera", "lights", "objects", "mention_orders", "captions")
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
+REPLAN_SHOWN = 20  # records whose planned content differs, named one by one
 
 
 def image_problem(path: Path, size=None) -> str | None:
@@ -42,6 +44,25 @@ def check_record(r: dict, names: set[str] | None, set_hash: str | None, rendered
     missing = [k for k in RECORD_KEYS if k not in r]
     if missing:
         return [f"record {rid}: missing field '{missing[0]}'"]
+    # A record of the wrong shape is reported, never a crash of validate itself.
+    shapes = {"objects": list, "mention_orders": list, "captions": dict, "image": str}
+    wrong = [k for k, kind in shapes.items() if not isinstance(r[k], kind)]
+    if wrong:
+        return [f"record {rid}: field '{wrong[0]}' is a {type(r[wrong[0]]).__name__}, "
+                f"expected a {shapes[wrong[0]].__name__}"]
+    if not all(isinstance(o, dict) for o in r["objects"]):
+        return [f"record {rid}: objects must be JSON objects"]
+    try:
+        safe_image_path(r["image"], ("images",))
+    except UserError as exc:
+        return [f"record {rid}: {exc}"]
+    try:
+        return _check_fields(r, rid, names, set_hash, rendered, root)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        return [f"record {rid}: a field has the wrong type ({exc.__class__.__name__}: {exc})"]
+
+
+def _check_fields(r: dict, rid, names, set_hash, rendered: bool, root: Path) -> list[str]:
     out = []
     objs = r["objects"]
     n = len(objs)
@@ -64,7 +85,7 @@ def check_record(r: dict, names: set[str] | None, set_hash: str | None, rendered
         out.append(f"record {rid}: size ranks are not 0..{n - 1}")
     if len({o["slot"] for o in objs if "slot" in o}) != n:
         out.append(f"record {rid}: two objects share a slot")
-    names_in = [o["name"] for o in objs]
+    names_in = [o.get("name") for o in objs]
     if len(set(names_in)) != n:
         out.append(f"record {rid}: an object appears twice")
     orders = r["mention_orders"]
@@ -93,46 +114,106 @@ def validate_dataset(root: str | Path) -> list[str]:
         raise UserError(f"{root} is not a comco dataset (no {INFO} / {SCENES})")
     try:
         info = json.loads((root / INFO).read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+    except (UnicodeDecodeError, json.JSONDecodeError):
         return [f"{root / INFO}: not valid JSON"]
-    names = None
+    if not isinstance(info, dict) or not isinstance(info.get("config"), dict):
+        return [f"{root / INFO}: not a dataset description (a JSON object with a 'config')"]
+    # The stored hash must still be the configuration's: an edited seed or n is another dataset.
+    config_ok = config_hash(info["config"], info.get("object_set_hash")) == info.get("config_hash")
+    problems = [] if config_ok else [
+        f"{INFO}: config_hash {info.get('config_hash')} is not the hash of its config "
+        f"({config_hash(info['config'], info.get('object_set_hash'))}): the config was edited, or another "
+        f"comco plan version made it"]
+    names = oset = None
     try:
         from comco.manifest import load_object_set
 
-        oset = load_object_set(info.get("object_set", ""))
+        oset = load_object_set(object_set_source(info))
         names = set(oset.names)
         if oset.hash != info.get("object_set_hash"):
-            return [f"{INFO}: object set '{oset.name}' has hash {oset.hash} now, the dataset was made with "
-                    f"{info.get('object_set_hash')}: the manifest changed since"]
+            return problems + [f"{INFO}: object set '{oset.name}' has hash {oset.hash} now, the dataset was made "
+                               f"with {info.get('object_set_hash')}: the manifest changed since"]
     except UserError as exc:
-        return [f"{INFO}: object set cannot be loaded ({exc})"]
+        return problems + [f"{INFO}: object set cannot be loaded ({exc})"]
     rendered = bool(info.get("rendered"))
-    problems, ids, count = [], set(), 0
+    ids, count, attempts = set(), 0, []
     try:
         for r in read_jsonl(root / SCENES):
             count += 1
-            if r.get("id") in ids:
-                problems.append(f"record {r.get('id')}: duplicate id")
-            ids.add(r.get("id"))
+            if not isinstance(r, dict):
+                problems.append(f"{SCENES}: record {count} is a JSON {type(r).__name__}, not an object")
+                continue
+            rid = r.get("id")
+            if not isinstance(rid, (str, int)):
+                problems.append(f"{SCENES}: record {count} has no id")
+                rid = None
+            elif rid in ids:
+                problems.append(f"record {rid}: duplicate id")
+            ids.add(rid)
             problems += check_record(r, names, info.get("object_set_hash"), rendered, root)
+            if isinstance(r.get("index"), int) and isinstance(r.get("retry"), int):
+                attempts.append((r["index"], r["retry"]))
     except UserError as exc:
         return problems + [str(exc)]
-    counts = info.get("counts", {})
+    counts = info.get("counts") if isinstance(info.get("counts"), dict) else {}
     expected = counts.get("rendered", counts.get("images")) if rendered else counts.get("images")
-    if expected is not None and count != expected:
+    wanted = expected_ids(root, info)
+    absent = [i for i in wanted if i not in ids] if wanted is not None else []
+    if absent:
+        problems.append(f"{SCENES}: {describe_ids(absent)} missing ({count} records, dataset.json says {expected})")
+    elif expected is not None and count != expected:
         problems.append(f"{SCENES}: {count} records, dataset.json says {expected}")
     if rendered:
         # Every planned image of this slice is either rendered or listed as a failure.
-        shard_i, shard_n = info.get("config", {}).get("render", {}).get("shard", [0, 1])
-        planned = len(range(shard_i, counts.get("images", 0), shard_n))
-        accounted = counts.get("rendered", 0) + counts.get("failed", 0)
+        try:
+            shard_i, shard_n = info["config"].get("render", {}).get("shard", [0, 1])
+            planned = len(range(shard_i, counts.get("images", 0), shard_n))
+            accounted = counts.get("rendered", 0) + counts.get("failed", 0)
+        except (TypeError, ValueError, AttributeError):
+            return problems + [f"{INFO}: its counts or render shard are not numbers"]
         if accounted != planned:
             problems.append(f"{INFO}: {planned} images planned but {counts.get('rendered', 0)} rendered and "
                             f"{counts.get('failed', 0)} failed: {planned - accounted} are unaccounted for")
+    if config_ok and len(attempts) == count:
+        problems += _replan_problems(root, info, oset, attempts)
     if (root / SINGLES).is_file():
         for s in read_jsonl(root / SINGLES):
-            problem = (rendered and info.get("counts", {}).get("singles")
-                       and image_problem(root / s["image"], s.get("resolution")))
-            if problem:
-                problems.append(f"single {s.get('id')}: image {s['image']} {problem}")
+            if not isinstance(s, dict) or not isinstance(s.get("image"), str):
+                problems.append(f"{SINGLES}: a single is not a record with an image")
+            elif rendered and counts.get("singles"):
+                problem = image_problem(root / s["image"], s.get("resolution"))
+                if problem:
+                    problems.append(f"single {s.get('id')}: image {s['image']} {problem}")
+    return problems
+
+
+def _replan_problems(root: Path, info: dict, oset, attempts: list[tuple[int, int]]) -> list[str]:
+    """Plan every record again from dataset.json's configuration: a record whose scene,
+    mention orders or captions differ was edited, or its captions come from templates that
+    changed while the dataset was made (the same configuration and seed give the same records)."""
+    from comco.plan.planner import PlanConfig, Planner
+
+    plan_cfg = {k: tuple(v) if isinstance(v, list) else v for k, v in info["config"].items() if k != "render"}
+    try:
+        planner = Planner(PlanConfig(**plan_cfg), oset)
+        planned = planner.records_from(attempts)
+        problems, differing = [], []
+        for r in read_jsonl(root / SCENES):
+            again = next(planned)
+            for key, value in again.items():
+                have = r.get(key)
+                if key == "objects" and isinstance(have, list):
+                    have = [{k: v for k, v in o.items() if k != "measured"} if isinstance(o, dict) else o
+                            for o in have]
+                if have != value:
+                    differing.append(r.get("id"))
+                    if len(differing) <= REPLAN_SHOWN:
+                        problems.append(f"record {r.get('id')}: '{key}' is not what dataset.json's configuration "
+                                        f"plans (the record was edited, or the caption templates changed "
+                                        f"while the dataset was made)")
+                    break
+    except (UserError, TypeError, ValueError) as exc:
+        return [f"{INFO}: its configuration cannot be planned again ({exc})"]
+    if len(differing) > REPLAN_SHOWN:
+        problems.append(f"{SCENES}: {len(differing)} records differ from what the configuration plans")
     return problems

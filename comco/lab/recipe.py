@@ -298,4 +298,8 @@ def load_recipe(path: str | Path, scale: str) -> Recipe:
         p = packaged
     if p.is_dir():
         raise UserError(f"recipe {path} is a folder; give a .toml file")
-    return parse_recipe(p.read_text(encoding="utf-8"), scale, str(p))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"recipe {p}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return parse_recipe(text, scale, str(p))

@@ -58,41 +58,110 @@ class TemplateBook:
         return out
 
 
-def load_templates(extra: str | Path | None = None) -> TemplateBook:
+# Placeholders each part of a template may hold; any other brace is a mistake that would
+# otherwise be left in the captions.
+OBJECT_FIELDS = ("name", "a", "color", "material")
+SENTENCE_FIELDS = ("name", "a", "color", "material", "size", "position", "position_cap")
+PLACEHOLDERS = {"object": OBJECT_FIELDS, "caption": ("objects",), "join": (), "last_join": (),
+                "sentences": SENTENCE_FIELDS, "sentences_color": SENTENCE_FIELDS}
+KINDS = ("list", "long")
+
+
+def read_template_file(path: str | Path) -> str:
+    """A user's template file as text (its content is part of a dataset's configuration)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"template file {path} not found")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); save the templates as UTF-8") from None
+
+
+def load_templates(extra: str | Path | None = None, text: str | None = None) -> TemplateBook:
+    """The built-in templates, plus those of a user file (`extra`); `text` is that file's
+    content as a dataset's configuration recorded it (then the file itself is not read)."""
     data = tomllib.loads(DEFAULT_TEMPLATES.read_text(encoding="utf-8"))
-    if extra is not None:
-        path = Path(extra)
-        if not path.is_file():
-            raise UserError(f"template file {path} not found")
+    where = str(DEFAULT_TEMPLATES)
+    if extra is not None or text is not None:
+        where = str(extra) if extra is not None else "--templates"
+        if text is None:
+            text = read_template_file(extra)
         try:
-            user = tomllib.loads(path.read_text(encoding="utf-8"))
+            user = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise UserError(f"{path}: not valid TOML ({exc})") from None
+            raise UserError(f"{where}: not valid TOML ({exc})") from None
         words = user.pop("words", {})
+        _check_words(where, words)
+        for name, raw in user.items():
+            if not isinstance(raw, dict):
+                raise UserError(f"{where}: '{name}' must be a table ([{name}]) of template keys, got {raw!r}")
         data.update(user)
         for k, v in words.items():
             data["words"].setdefault(k, {}).update(v)
     words = data.pop("words")
-    templates = {name: _parse_template(name, raw) for name, raw in data.items()}
+    templates = {name: _parse_template(name, raw, where) for name, raw in data.items()}
     return TemplateBook(templates, dict(words["position"]), {k: list(v) for k, v in words["size"].items()})
 
 
-def _parse_template(name: str, raw: dict) -> Template:
+def _check_words(where: str, words) -> None:
+    if not isinstance(words, dict):
+        raise UserError(f"{where}: 'words' must be a table ([words.position], [words.size])")
+    for part, table in words.items():
+        if part not in ("position", "size") or not isinstance(table, dict):
+            raise UserError(f"{where}: key 'words.{part}': use tables [words.position] and [words.size]")
+        for key, value in table.items():
+            texts = [value] if part == "position" else value
+            if not (isinstance(texts, list) and texts
+                    and all(isinstance(w, str) and w.strip() and not set(w) & set("{}") for w in texts)):
+                what = "a text" if part == "position" else "a list of size words"
+                raise UserError(f"{where}: key 'words.{part}.{key}' must be {what} without braces, got {value!r}")
+
+
+def _check_text(where: str, name: str, key: str, value) -> None:
+    """A template text: a string whose braces are only the placeholders this key takes."""
+    if not isinstance(value, str):
+        raise UserError(f"{where}: key '{name}.{key}' must be a text, got {value!r}")
+    allowed = PLACEHOLDERS[key]
+    rest = re.sub(r"\{(" + "|".join(allowed) + r")\}", "", value) if allowed else value
+    bad = re.search(r"\{[^{}]*\}?|\}", rest)
+    if bad:
+        known = f"it takes {', '.join('{' + f + '}' for f in allowed)}" if allowed else "it takes no placeholders"
+        raise UserError(f"{where}: key '{name}.{key}' has '{bad.group(0)}' ({known}; braces must pair)")
+
+
+def _parse_template(name: str, raw: dict, where: str = "templates") -> Template:
     kind = raw.get("kind", "list")
+    if kind not in KINDS:
+        raise UserError(f"{where}: key '{name}.kind' = {kind!r}: use one of {', '.join(KINDS)}")
     allowed = LONG_KEYS if kind == "long" else LIST_KEYS
     unknown = sorted(set(raw) - allowed - {"kind"})
     if unknown:
-        raise UserError(f"template '{name}': unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
+        raise UserError(f"{where}: template '{name}': unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
     for key in ("object", "join", "caption"):
         if key not in raw:
-            raise UserError(f"template '{name}': missing '{key}'")
+            raise UserError(f"{where}: template '{name}': missing '{key}'")
+    for key in ("object", "join", "caption", "last_join"):
+        if key in raw:
+            _check_text(where, name, key, raw[key])
     if "{objects}" not in raw["caption"]:
-        raise UserError(f"template '{name}': caption must contain {{objects}}")
+        raise UserError(f"{where}: template '{name}': caption must contain {{objects}}")
+    requires = raw.get("requires", [])
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise UserError(f"{where}: key '{name}.requires' must be a list of field names (e.g. [\"color\"]), "
+                        f"got {requires!r}")
+    for key in ("sentences", "sentences_color"):
+        if key in raw:
+            value = raw[key]
+            if not isinstance(value, list) or not value:
+                raise UserError(f"{where}: key '{name}.{key}' must be a list of sentences, got {value!r}")
+            for text in value:
+                _check_text(where, name, key, text)
     if kind == "long" and not raw.get("sentences"):
-        raise UserError(f"template '{name}': a long template needs a 'sentences' list")
+        raise UserError(f"{where}: template '{name}': a long template needs a 'sentences' list")
     return Template(
         name=name, object=raw["object"], join=raw["join"], caption=raw["caption"],
-        last_join=raw.get("last_join"), requires=tuple(raw.get("requires", ())), kind=kind,
+        last_join=raw.get("last_join"), requires=tuple(requires), kind=kind,
         sentences=tuple(raw.get("sentences", ())),
         sentences_color=tuple(raw.get("sentences_color", raw.get("sentences", ()))),
     )

@@ -54,9 +54,18 @@ class PlanConfig:
     equal_fraction: float = 0.025
     captions: tuple[str, ...] = ()
     templates: str | None = None
+    # The --templates file's content: part of the configuration, so editing the file makes
+    # another configuration (a resume is refused) and a dataset re-plans without the file.
+    templates_text: str | None = None
+
+    def __post_init__(self):
+        if self.templates is not None and self.templates_text is None:
+            object.__setattr__(self, "templates_text", cap.read_template_file(self.templates))
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        if d["templates_text"] is None:
+            del d["templates_text"]  # configurations without --templates keep their hash
         for k, v in d.items():
             if isinstance(v, tuple):
                 d[k] = list(v)
@@ -139,7 +148,7 @@ class Planner:
         self.cfg = cfg
         self.set = object_set
         self.camera = Camera.default(*cfg.resolution)
-        self.book = cap.load_templates(cfg.templates)
+        self.book = cap.load_templates(cfg.templates, text=cfg.templates_text)
         self.templates = self.book.select(list(cfg.captions), cfg.colors)
         self.captioner = cap.Captioner(self.templates, self.book, object_set)
         self.placer = pl.Placer(self.camera, object_set.objects)
@@ -167,6 +176,11 @@ class Planner:
     def records_for(self, indices: Iterable[int]) -> Iterator[dict]:
         """The records of these images, in this order (planned in batches, as `records`)."""
         return self._plan_stream((i, 0) for i in indices)
+
+    def records_from(self, attempts: Iterable[tuple[int, int]]) -> Iterator[dict]:
+        """The records of these (index, first retry) attempts, in order, planned in batches:
+        a record's own (index, retry) gives that record again (`comco validate` checks so)."""
+        return self._plan_stream(attempts)
 
     def replan(self, index: int, retry: int) -> dict:
         """Exactly attempt `retry` of image `index` (PlanFailure if that attempt does not fit).
@@ -305,13 +319,17 @@ class Planner:
         scale, _, foot_u, foot_v, frac, _ = self.placer.fit(
             ids, centre, np.full(count, 180), np.full(count, self.cfg.large_fraction), clamp_tall=True)
         xs, ys = self.camera.ground_points(foot_u, foot_v)
-        out = []
+        out, seen = [], {}
         for o, s, x, y, f in zip(self.set.objects, scale.tolist(), xs.tolist(), ys.tolist(), frac.tolist()):
             colors = list(o.allowed_colors(self.set.palette)) if self.cfg.colors else [None]
             if self.cfg.colors and not o.colorable:
                 colors = colors[:1] or [self.set.default_color]
             for color in colors:
                 sid = o.name if color is None else f"{o.name}-{color}"
+                if sid in seen:  # its image and mask would overwrite another single's
+                    raise UserError(f"object set '{self.set.name}': singles '{seen[sid]}' and "
+                                    f"{o.name!r} with colour {color!r} share the file name {sid}.png; rename one")
+                seen[sid] = o.name if color is None else f"{o.name} ({color})"
                 out.append({
                     "id": sid, "name": o.name, "color": color, "image": f"singles/{sid}.png",
                     "object_set": self.set.name, "object_set_hash": self.set.hash,
