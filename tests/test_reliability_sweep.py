@@ -181,10 +181,8 @@ def run_in_process(args, capsys, monkeypatch) -> tuple[object, str]:
 
 
 # Files that are not UTF-8 are issue 16 item 15, fixed on another branch: remove the mark there.
-NOT_YET = {"lab run a recipe that is not UTF-8": ["lab", "run", "{file}", "--out", "{out}"]}
-CASES.update(NOT_YET)
-PARAMS = [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="item 15 (another branch)")) if c in NOT_YET
-          else c for c in CASES]
+CASES["lab run a recipe that is not UTF-8"] = ["lab", "run", "{file}", "--out", "{out}"]
+PARAMS = list(CASES)
 
 
 @pytest.mark.parametrize("case", PARAMS)
