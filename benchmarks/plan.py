@@ -17,7 +17,7 @@ import tempfile
 CHILD = """
 import resource, sys, time, pathlib
 from comco.data.writer import run_plan
-from comco.plan.planner import PlanConfig
+from comco.plan import PlanConfig
 n, workers, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 t = time.perf_counter()
 run_plan(PlanConfig(n=n, objects=(5,), seed=0), pathlib.Path(out), quiet=True, workers=workers)

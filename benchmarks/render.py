@@ -70,7 +70,7 @@ def bare(records: Path, mode: str, out: str) -> float:
 
 
 def worker_memory(out: Path, n: int) -> dict:
-    from comco.plan.planner import PlanConfig
+    from comco.plan import PlanConfig
     from comco.render.run import RenderOptions, run_render
 
     cfg = PlanConfig(n=n, resolution=(64, 64))

@@ -15,7 +15,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from comco.io import atomic_path
 from comco.manifest import load_object_set
-from comco.plan.planner import PlanConfig, Planner
+from comco.plan import PlanConfig, Planner
 
 
 def render_singles(object_set: str, names: list[str] | None, preset: str, size: int, out_dir: str,

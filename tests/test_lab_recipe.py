@@ -151,7 +151,7 @@ def test_images_do_not_depend_on_the_order_bias():
 
 def test_planner_order_bias_changes_only_orders_and_captions():
     from comco.manifest import load_object_set
-    from comco.plan.planner import PlanConfig, Planner
+    from comco.plan import PlanConfig, Planner
 
     simco = load_object_set("simco")
     plans = {p: Planner(PlanConfig(object_set="simco", objects=(1, 2, 3, 4), n=40, order_bias=p), simco)

@@ -51,7 +51,7 @@ def test_colours_repaint_only_colourable_objects(tmp_path):
         import json, bpy, numpy as np
         from PIL import Image
         from comco.manifest import load_object_set
-        from comco.plan.planner import Planner, PlanConfig
+        from comco.plan import Planner, PlanConfig
         from comco.scenes.instancer import Instancer
         from comco.scenes.stage import build_stage, reset, set_camera, set_lights, render_to
         reset()
@@ -85,7 +85,7 @@ def test_calibrate_measures_fills_and_writes_them(tmp_path):
     import shutil
 
     from comco.manifest import load_object_set
-    from comco.plan.planner import PlanConfig, Planner
+    from comco.plan import PlanConfig, Planner
 
     shutil.copytree(load_object_set("simco").root, tmp_path / "set")
     manifest = tmp_path / "set" / "objects.toml"

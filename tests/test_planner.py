@@ -12,7 +12,8 @@ from comco.manifest import load_object_set
 from comco.plan.camera import Camera
 from comco.plan.draws import OBJECT_RETRIES
 from comco.plan.placement import FILL, boxes_fit
-from comco.plan.planner import SLOTS, PlanConfig, Planner
+from comco.plan import PlanConfig, Planner
+from comco.record import SLOTS
 
 
 @pytest.fixture(scope="module")
@@ -224,3 +225,21 @@ def test_which_object_and_how_large_are_independent(comco_set):
     pairs = [(index[o["name"]], o["planned_fraction"]) for rec in planner.records() for o in rec["objects"]
              if o["size_rank"] > 0]
     assert abs(np.corrcoef(np.array(pairs).T)[0, 1]) < 0.05
+
+
+def test_config_from_dict_is_the_inverse_of_to_dict_and_reads_every_form():
+    from comco.errors import UserError
+
+    configs = [PlanConfig(), PlanConfig(object_set="simco", objects=(2, 4), n=7, seed=3, layout="graded",
+                                        large_slot=("M", "BR"), resolution=(640, 480), colors=True, orders=2,
+                                        order_bias=0.5, small_fraction=(0.004, 0.008), captions=("and", "long"))]
+    for cfg in configs:
+        assert PlanConfig.from_dict(cfg.to_dict()) == cfg
+        assert PlanConfig.from_dict({**cfg.to_dict(), "render": {"preset": "draft"}}) == cfg  # dataset.json's form
+    text = PlanConfig.from_dict({"objects": "2,4", "large_slot": "m,br", "resolution": "640x480",
+                                 "small_fraction": "0.004-0.008", "captions": "and, long"})
+    assert (text.objects, text.large_slot, text.resolution, text.small_fraction, text.captions) == (
+        (2, 4), ("M", "BR"), (640, 480), (0.004, 0.008), ("and", "long"))
+    assert PlanConfig.from_dict({"resolution": 224, "large_slot": "random"}).resolution == (224, 224)
+    with pytest.raises(UserError, match="unknown plan option"):
+        PlanConfig.from_dict({"n": 3, "colour": True})

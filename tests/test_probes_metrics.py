@@ -18,7 +18,7 @@ from comco.probes.tor import tor_dataset, tor_text_only
 from comco.probes.words import contains_word, mention_sequence
 from support.probes import SET, FakeEmbedder, planned_data
 
-from comco.plan.planner import PlanConfig, Planner
+from comco.plan import PlanConfig, Planner
 from comco.record import measured_ranks
 from comco.report.published import published_rows
 

@@ -9,7 +9,7 @@ from comco.errors import UserError
 
 
 def _plan_config(**changes):
-    from comco.plan.planner import PlanConfig
+    from comco.plan import PlanConfig
 
     return PlanConfig(**{"object_set": "simco", "n": 5, **changes})
 
@@ -24,14 +24,14 @@ def _plan_config(**changes):
 ])
 def test_plan_bounds_are_refused_before_planning(changes, words):
     from comco.manifest import load_object_set
-    from comco.plan.planner import check_config
+    from comco.plan import check_config
 
     with pytest.raises(UserError, match=words.replace("*", r"\*")):
         check_config(_plan_config(**changes), load_object_set("simco"))
 
 
 def test_the_largest_allowed_values_still_plan():
-    from comco.plan.planner import Planner
+    from comco.plan import Planner
     from comco.manifest import load_object_set
 
     planner = Planner(_plan_config(objects=(5,), orders=120, seed=2**63 - 1), load_object_set("simco"))

@@ -8,7 +8,7 @@ import pytest
 
 from comco.errors import UserError
 from comco.manifest import load_object_set
-from comco.plan.planner import PlanConfig, Planner
+from comco.plan import PlanConfig, Planner
 from comco.probes import texts
 from comco.probes.probe_data import ProbeData
 from comco.probes.tor import tor_dataset, tor_text_only

@@ -172,7 +172,7 @@ def test_singles_of_a_safe_set_are_written_inside_their_folders(tmp_path):
     """Every file name derived from an object name (singles' images and masks) stays one
     component below its folder."""
     from comco.manifest import load_object_set
-    from comco.plan.planner import PlanConfig, Planner
+    from comco.plan import PlanConfig, Planner
 
     folder = make_set(tmp_path)
     planner = Planner(PlanConfig(object_set=str(folder), objects=(2,), n=1, colors=True), load_object_set(folder))
@@ -228,7 +228,7 @@ def test_a_bad_template_file_ends_plan_with_one_line(tmp_path, content):
 
 def test_good_templates_leave_no_braces_in_captions(tmp_path):
     from comco.manifest import load_object_set
-    from comco.plan.planner import PlanConfig, Planner
+    from comco.plan import PlanConfig, Planner
 
     f = tmp_path / "mine.toml"
     f.write_text(GOOD_TEMPLATE + LONG_TEMPLATE)
@@ -352,7 +352,7 @@ def test_two_singles_that_would_share_a_file_name_are_refused(tmp_path):
     """Object 'ball' in colour 'dark-red' and object 'ball-dark' in colour 'red' would both be
     singles/ball-dark-red.png (and the same mask): one would overwrite the other."""
     from comco.manifest import load_object_set
-    from comco.plan.planner import PlanConfig, Planner
+    from comco.plan import PlanConfig, Planner
 
     text = swap('name = "cube"', 'name = "ball-dark"', swap('name = "brick"', 'name = "ball"'))
     text = swap("red = [0.7, 0.1, 0.1]", 'red = [0.7, 0.1, 0.1]\ndark-red = [0.4, 0.0, 0.0]', text)

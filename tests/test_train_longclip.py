@@ -51,7 +51,7 @@ def test_loss_mixes_short_and_long_with_lambda(tiny_dataset, tiny_init, tmp_path
 
 def test_debias_without_long_captions_names_the_template(tmp_path, tiny_init):
     from comco.data.writer import run_plan
-    from comco.plan.planner import PlanConfig
+    from comco.plan import PlanConfig
 
     run_plan(PlanConfig(object_set="simco", objects=(2,), n=4, resolution=(32, 32), captions=("and",)),
              tmp_path / "short", quiet=True)

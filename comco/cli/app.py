@@ -60,39 +60,15 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 Out = Annotated[Path, typer.Option("--out", help="Output folder.")]
 
 
-def _resolution(text: str) -> tuple[int, int]:
-    try:
-        if "x" in text.lower():
-            w, h = (int(t) for t in text.lower().split("x", 1))
-        else:
-            w = h = int(text)
-    except ValueError:
-        raise UserError(f"--resolution {text!r}: give pixels, 512 or 640x480") from None
-    if not (0 < w <= 8192 and 0 < h <= 8192):
-        raise UserError(f"--resolution {text}: use 1..8192 pixels")
-    return w, h
-
-
-def _fraction_range(text: str) -> tuple[float, float]:
-    try:
-        lo, _, hi = text.partition("-")
-        return float(lo), float(hi or lo)
-    except ValueError:
-        raise UserError(f"--small-fraction {text!r}: give a share or a range, e.g. 0.005-0.01") from None
-
-
 def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
                 order_bias, large_fraction, small_fraction, captions, templates):
-    from comco.plan.planner import PlanConfig, parse_counts, parse_slots
+    """The options of plan and render as a PlanConfig (the one way configs are built)."""
+    from comco.plan import PlanConfig
 
-    return PlanConfig(
-        object_set=object_set, objects=parse_counts(objects), n=n, seed=seed, layout=layout,
-        large_slot=parse_slots(large_slot), resolution=_resolution(resolution), colors=colors, orders=orders,
-        order_policy=order_policy, order_bias=order_bias, large_fraction=large_fraction,
-        small_fraction=_fraction_range(small_fraction),
-        captions=tuple(c.strip() for c in captions.split(",") if c.strip()),
-        templates=str(templates) if templates else None,
-    )
+    return PlanConfig.from_dict(dict(
+        object_set=object_set, objects=objects, n=n, seed=seed, layout=layout, large_slot=large_slot,
+        resolution=resolution, colors=colors, orders=orders, order_policy=order_policy, order_bias=order_bias,
+        large_fraction=large_fraction, small_fraction=small_fraction, captions=captions, templates=templates))
 
 
 def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:

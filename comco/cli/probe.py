@@ -47,7 +47,7 @@ def probe(
 
         typer.echo("\n".join(names()))
         return
-    from comco.plan.planner import parse_counts
+    from comco.plan import parse_counts
     from comco.probes.embed import DEFAULT_CACHE
     from comco.probes.report import write_reports
     from comco.probes.runner import ProbeOptions, parse_probes, run_probes

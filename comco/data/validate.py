@@ -9,7 +9,7 @@ from comco.data.folder import (INFO, SCENES, SINGLES, config_hash, describe_ids,
                                safe_image_path)
 from comco.io import read_jsonl
 from comco.errors import UserError
-from comco.plan.planner import SLOTS
+from comco.record import SLOTS
 
 RECORD_KEYS = ("id", "seed", "object_set", "object_set_hash", "image", "resolution", "layout",
                "camera", "lights", "objects", "mention_orders", "captions")
@@ -191,11 +191,10 @@ def _replan_problems(root: Path, info: dict, oset, attempts: list[tuple[int, int
     """Plan every record again from dataset.json's configuration: a record whose scene,
     mention orders or captions differ was edited, or its captions come from templates that
     changed while the dataset was made (the same configuration and seed give the same records)."""
-    from comco.plan.planner import PlanConfig, Planner
+    from comco.plan import PlanConfig, Planner
 
-    plan_cfg = {k: tuple(v) if isinstance(v, list) else v for k, v in info["config"].items() if k != "render"}
     try:
-        planner = Planner(PlanConfig(**plan_cfg), oset)
+        planner = Planner(PlanConfig.from_dict(info["config"]), oset)
         planned = planner.records_from(attempts)
         problems, differing = [], []
         for r in read_jsonl(root / SCENES):

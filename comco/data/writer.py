@@ -16,7 +16,7 @@ from comco.data.folder import INFO, SCENES, SINGLES, check_writable, make_info, 
 from comco.io import atomic_write, dumps, write_json, write_jsonl
 from comco.errors import UserError
 from comco.manifest import load_object_set
-from comco.plan.planner import PlanConfig, Planner
+from comco.plan import PlanConfig, Planner
 from comco.progress import progress
 
 CHUNK = 4096

@@ -67,15 +67,12 @@ def file_sha(path: Path) -> str:
 # ---------------------------------------------------------------- render
 
 def plan_config(config: dict):
-    from comco.plan import PlanConfig, parse_slots
+    """A stage's data settings as a PlanConfig (PlanConfig.from_dict reads the recipe's forms)."""
+    from comco.plan import PlanConfig
 
-    return PlanConfig(
-        object_set=config["object_set"], objects=tuple(config["objects"]), n=config["n"], seed=config["seed"],
-        layout=config["layout"], large_slot=parse_slots(config["large_slot"]),
-        resolution=(config["resolution"], config["resolution"]), colors=config["colors"],
-        orders=config["orders"], order_policy="random", order_bias=config.get("order_bias", 0.0),
-        large_fraction=config["large_fraction"], small_fraction=tuple(config["small_fraction"]),
-        captions=tuple(config["captions"]))
+    keys = ("object_set", "objects", "n", "seed", "layout", "large_slot", "resolution", "colors", "orders",
+            "order_bias", "large_fraction", "small_fraction", "captions")
+    return PlanConfig.from_dict({"order_policy": "random", **{k: config[k] for k in keys if k in config}})
 
 
 def render(config: dict, deps: dict, out: Path) -> dict:
@@ -105,12 +102,7 @@ def captions(config: dict, deps: dict, out: Path) -> dict:
 
     base = Dataset(deps["data"] / DATA)
     info = json.loads(json.dumps(base.info))
-    plan_cfg = {k: v for k, v in info["config"].items() if k != "render"}
-    for k, v in plan_cfg.items():
-        if isinstance(v, list):
-            plan_cfg[k] = tuple(v)
-    plan_cfg["order_bias"] = float(config["order_bias"])
-    cfg = PlanConfig(**plan_cfg)
+    cfg = PlanConfig.from_dict({**info["config"], "order_bias": float(config["order_bias"])})
     planner = Planner(cfg, load_object_set(cfg.object_set))
     records, first, largest_first = [], 0, 0
     for rec in base.records():

@@ -7,8 +7,9 @@ turns it into scene records; captions and the camera model for the code that nee
 from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
-    "PlanConfig": "planner", "Planner": "planner", "PlanFailure": "planner", "check_config": "planner",
-    "parse_counts": "planner", "parse_slots": "planner",
+    "PlanConfig": "config", "check_config": "config", "parse_counts": "config", "parse_slots": "config",
+    "parse_resolution": "config", "parse_fraction_range": "config", "MAX_IMAGES": "config",
+    "Planner": "planner", "PlanFailure": "planner",
     "Camera": "camera", "POLICIES": "orders", "load_templates": "captions", "split_sentences": "captions",
     "image_seed": "rng", "generator": "rng",
 })

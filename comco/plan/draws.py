@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from comco.record import MAX_OBJECTS, SLOTS
 from comco.manifest import ObjectSet
 from comco.plan.orders import draws_needed
-from comco.plan.placement import (LARGE_OVER_SMALL, PLACEMENT_TRIES, REF_FRACTION, SLOT_JITTER,
-                             size_ranks)
+from comco.plan.placement import LARGE_OVER_SMALL, PLACEMENT_TRIES, REF_FRACTION, SLOT_JITTER, size_ranks
 from comco.plan.rng import Reseedable, image_seed
+from comco.record import MAX_OBJECTS, SLOTS
 
 K = MAX_OBJECTS
 # Offsets into an attempt's uniform numbers.

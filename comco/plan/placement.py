@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from comco.plan.camera import Camera, silhouette_area
 from comco.manifest import ObjectSpec
+from comco.plan.camera import Camera, silhouette_area
 from comco.record import MAX_OBJECTS
 
 # Slot centres in normalised image coordinates (u right, v down).

@@ -5,8 +5,8 @@ docs/dev/contract.md); the renderer only realises them and adds what it measured
 
 Planning has three parts. Drawing: every random number of an attempt (one image,
 one retry) comes from its own stream, in one go and in a fixed layout, and what
-they decide is worked out for a batch at once (comco/draws.py). Geometry: fitting
-sizes and finding positions for the batch with numpy (comco/placement.py). Records:
+they decide is worked out for a batch at once (comco/plan/draws.py). Geometry: fitting
+sizes and finding positions for the batch with numpy (comco/plan/placement.py). Records:
 mention orders, captions and the record itself (here). An attempt that cannot be
 placed is drawn again with the next retry's seed in the next batch; for twenty retries
 it keeps its objects.
@@ -15,131 +15,26 @@ it keeps its objects.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 from typing import Iterable, Iterator
 
 import numpy as np
 
+from comco.errors import UserError
+from comco.manifest import ObjectSet, ObjectSpec
 from comco.plan import captions as cap
 from comco.plan import placement as pl
 from comco.plan.camera import Camera
-from comco.errors import UserError
-from comco.record import LAYOUTS, MAX_OBJECTS, SLOTS
-from comco.manifest import ObjectSet, ObjectSpec
+from comco.plan.config import PlanConfig, check_config
 from comco.plan.draws import LIGHT_NORMALS, Drawer
-from comco.plan.orders import POLICIES, mention_orders
+from comco.plan.orders import mention_orders
 from comco.plan.placement import PLACEMENT_TRIES
+from comco.record import SLOTS
 
 SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an axe) may have none that can be large
 BATCH = 1024  # attempts placed together; any size gives the same records
 WINDOW = 4 * BATCH  # records held back at most while an earlier scene still retries
-MAX_IMAGES = 10_000_000  # per dataset: counting and the journal are linear in --n; more is --shard's job
-
-
-@dataclass(frozen=True)
-class PlanConfig:
-    object_set: str = "comco"
-    objects: tuple[int, ...] = (2, 3, 4, 5)
-    n: int = 100
-    seed: int = 0
-    layout: str = "one-large"
-    large_slot: tuple[str, ...] = SLOTS
-    resolution: tuple[int, int] = (512, 512)
-    colors: bool = False
-    orders: int = 4
-    order_policy: str = "random"
-    order_bias: float = 0.0
-    large_fraction: float = 0.07
-    small_fraction: tuple[float, float] = (0.005, 0.01)
-    equal_fraction: float = 0.025
-    captions: tuple[str, ...] = ()
-    templates: str | None = None
-    # The --templates file's content: part of the configuration, so editing the file makes
-    # another configuration (a resume is refused) and a dataset re-plans without the file.
-    templates_text: str | None = None
-
-    def __post_init__(self):
-        if self.templates is not None and self.templates_text is None:
-            object.__setattr__(self, "templates_text", cap.read_template_file(self.templates))
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        if d["templates_text"] is None:
-            del d["templates_text"]  # configurations without --templates keep their hash
-        for k, v in d.items():
-            if isinstance(v, tuple):
-                d[k] = list(v)
-        return d
-
-
 class PlanFailure(Exception):
     """A scene could not be placed; carries the reason."""
-
-
-def parse_counts(text: str) -> tuple[int, ...]:
-    """`3`, `2-5` or `2,4` -> object counts; errors say how to write it."""
-    text = str(text).strip()
-    try:
-        if "-" in text:
-            lo_s, hi_s = text.split("-", 1)
-            lo, hi = int(lo_s), int(hi_s)
-            if lo > hi:
-                raise UserError(f"--objects {text}: the range is backwards; write {hi}-{lo}")
-            counts = tuple(range(lo, hi + 1))
-        else:
-            counts = tuple(sorted({int(t) for t in text.split(",") if t.strip()}))
-    except ValueError:
-        raise UserError(f"--objects {text!r}: give a count (3), a range (2-5) or a list (2,4)") from None
-    if not counts or min(counts) < 1:
-        raise UserError(f"--objects {text}: counts start at 1")
-    if max(counts) > MAX_OBJECTS:
-        raise UserError(f"--objects {text}: at most {MAX_OBJECTS} objects fit the {MAX_OBJECTS} slots")
-    return counts
-
-
-def parse_slots(text: str) -> tuple[str, ...]:
-    if text == "random":
-        return SLOTS
-    slots = tuple(s.strip().upper() for s in text.split(",") if s.strip())
-    bad = [s for s in slots if s not in SLOTS]
-    if bad or not slots:
-        raise UserError(f"--large-slot {text}: use M, UL, UR, BL, BR, a comma list of them, or random")
-    return slots
-
-
-def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
-    from comco.plan.rng import check_seed
-
-    if cfg.n <= 0:
-        raise UserError(f"--n {cfg.n}: ask for at least one image")
-    if cfg.n > MAX_IMAGES:
-        raise UserError(f"--n {cfg.n}: at most {MAX_IMAGES:,} images per dataset; make several (other --seed) "
-                        "and probe or train on each")
-    check_seed(cfg.seed)
-    if max(cfg.objects) > len(object_set.objects):
-        raise UserError(f"--objects: {max(cfg.objects)} objects asked but set '{object_set.name}' "
-                        f"has {len(object_set.objects)}")
-    w, h = cfg.resolution
-    if not (0 < w <= 8192 and 0 < h <= 8192):
-        raise UserError(f"--resolution {w}x{h}: use 1..8192 pixels")
-    if cfg.layout not in LAYOUTS:
-        raise UserError(f"--layout {cfg.layout}: use one of {', '.join(LAYOUTS)}")
-    if cfg.order_policy not in POLICIES:
-        raise UserError(f"--order-policy {cfg.order_policy}: use one of {', '.join(POLICIES)}")
-    if not 0.0 <= cfg.order_bias <= 1.0:
-        raise UserError(f"--order-bias {cfg.order_bias}: a probability in 0..1")
-    if cfg.orders < 1:
-        raise UserError(f"--orders {cfg.orders}: at least 1")
-    # Orders past the distinct permutations only repeat them (and bloat every record).
-    most = max(cfg.objects) if max(cfg.objects) >= 4 else MAX_OBJECTS
-    if cfg.orders > math.factorial(most):
-        raise UserError(f"--orders {cfg.orders}: {most} objects have only {math.factorial(most)} different "
-                        f"mention orders; use 1..{math.factorial(most)}")
-    lo, hi = cfg.small_fraction
-    if lo > hi:
-        raise UserError(f"--small-fraction {lo:g}-{hi:g}: the range is backwards; write {hi:g}-{lo:g}")
-    if not (0 < lo <= hi < 1) or not (0 < cfg.large_fraction < 1):
-        raise UserError("--large-fraction and --small-fraction are image shares in (0, 1)")
 
 
 class Planner:

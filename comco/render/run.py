@@ -31,7 +31,7 @@ from comco.errors import UserError
 from comco.data.validate import image_problem
 from comco.record import PRESETS
 from comco.data.writer import dataset_info, make_planner
-from comco.plan.planner import PlanConfig, Planner
+from comco.plan import PlanConfig, Planner
 from comco.progress import progress
 from comco.render.checks import check_rendered
 

@@ -18,7 +18,7 @@ from comco.data.writer import run_plan
 from comco.io import read_jsonl, write_json, write_jsonl
 from comco.manifest import load_object_set
 from comco.plan.camera import Camera
-from comco.plan.planner import PlanConfig, Planner
+from comco.plan import PlanConfig, Planner
 
 TINY_CFG = {
     "embed_dim": 16,

@@ -45,7 +45,7 @@ def make_dataset(root: Path, *, n: int = 24, colors: bool = False, resolution: i
                  objects: tuple[int, ...] = (2, 3), seed: int = 0, large_fraction: float = 0.12,
                  small_fraction: tuple[float, float] = (0.025, 0.035)) -> Path:
     from comco.data.writer import run_plan
-    from comco.plan.planner import PlanConfig
+    from comco.plan import PlanConfig
 
     cfg = PlanConfig(object_set="simco", objects=objects, n=n, seed=seed, resolution=(resolution, resolution),
                      colors=colors, large_fraction=large_fraction, small_fraction=small_fraction)
