@@ -108,3 +108,75 @@ def measured_ranks(record: SceneRecord) -> list[int]:
 def largest(record: SceneRecord) -> int:
     """Index into `objects` of the planned largest object (size rank 0)."""
     return [o["size_rank"] for o in record["objects"]].index(0)
+
+
+def check_record(r, names: set[str] | None = None, set_hash: str | None = None, measured: bool = False) -> list[str]:
+    """What is wrong with a scene record (an empty list when nothing is), one line each.
+
+    Args:
+        r: the record as read from scenes.jsonl (any JSON value: a wrong shape is reported).
+        names: the object set's names, to check each object against (None: not checked).
+        set_hash: the object set's hash the record must carry (None: not checked).
+        measured: the record was rendered, so every object must carry its measurements.
+    """
+    if not isinstance(r, dict):
+        return [f"a record is a JSON {type(r).__name__}, not an object"]
+    rid = r.get("id", "?")
+    missing = [k for k in RECORD_KEYS if k not in r]
+    if missing:
+        return [f"record {rid}: missing field '{missing[0]}'"]
+    # A record of the wrong shape is reported, never a crash of validate itself.
+    shapes = {"objects": list, "mention_orders": list, "captions": dict, "image": str}
+    wrong = [k for k, kind in shapes.items() if not isinstance(r[k], kind)]
+    if wrong:
+        return [f"record {rid}: field '{wrong[0]}' is a {type(r[wrong[0]]).__name__}, "
+                f"expected a {shapes[wrong[0]].__name__}"]
+    if not all(isinstance(o, dict) for o in r["objects"]):
+        return [f"record {rid}: objects must be JSON objects"]
+    try:
+        return _check_fields(r, rid, names, set_hash, measured)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        return [f"record {rid}: a field has the wrong type ({exc.__class__.__name__}: {exc})"]
+
+
+def _check_fields(r: dict, rid, names, set_hash, measured: bool) -> list[str]:
+    out = []
+    objs = r["objects"]
+    n = len(objs)
+    if n == 0:
+        return [f"record {rid}: no objects"]
+    if set_hash and r["object_set_hash"] != set_hash:
+        out.append(f"record {rid}: object_set_hash {r['object_set_hash']} differs from dataset.json's {set_hash}")
+    for i, o in enumerate(objs):
+        miss = [k for k in OBJECT_KEYS if k not in o]
+        if miss:
+            out.append(f"record {rid}: objects[{i}] misses '{miss[0]}'")
+            continue
+        if names is not None and o["name"] not in names:
+            out.append(f"record {rid}: objects[{i}] '{o['name']}' is not in the object set")
+        if o["slot"] not in SLOTS:
+            out.append(f"record {rid}: objects[{i}] has unknown slot '{o['slot']}'")
+        if not o["scale"] > 0:
+            out.append(f"record {rid}: objects[{i}] scale {o['scale']} is not positive")
+    if sorted(o.get("size_rank") for o in objs) != list(range(n)):
+        out.append(f"record {rid}: size ranks are not 0..{n - 1}")
+    if len({o["slot"] for o in objs if "slot" in o}) != n:
+        out.append(f"record {rid}: two objects share a slot")
+    names_in = [o.get("name") for o in objs]
+    if len(set(names_in)) != n:
+        out.append(f"record {rid}: an object appears twice")
+    orders = r["mention_orders"]
+    for k, order in enumerate(orders):
+        if sorted(order) != list(range(n)):
+            out.append(f"record {rid}: mention_orders[{k}] is not a permutation of the objects")
+    for name, caps in r["captions"].items():
+        if len(caps) != len(orders):
+            out.append(f"record {rid}: captions['{name}'] has {len(caps)} captions for {len(orders)} orders")
+    if measured:
+        for i, o in enumerate(objs):
+            m = o.get("measured")
+            if not m:
+                out.append(f"record {rid}: objects[{i}] has no measurements")
+            elif not (0 <= m.get("fraction", -1) <= 1 and m.get("pixels", -1) >= 0):
+                out.append(f"record {rid}: objects[{i}] has impossible measurements {m}")
+    return out

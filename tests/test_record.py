@@ -1,0 +1,60 @@
+"""The scene record as a type: the planner writes exactly the fields comco/record.py names,
+and check_record finds what is wrong with a record without touching any file."""
+
+import copy
+
+from comco.manifest import load_object_set
+from comco.plan import PlanConfig, Planner
+from comco.record import (OBJECT_KEYS, ObjectEntry, SceneRecord, SingleRecord, check_record, largest,
+                          measured_ranks, object_names)
+
+
+def planner(**kw):
+    cfg = PlanConfig(object_set="simco", objects=(2, 3, 4), n=12, **kw)
+    return Planner(cfg, load_object_set("simco"))
+
+
+def test_planned_records_have_exactly_the_typed_fields():
+    p = planner(colors=True)
+    optional = {k for k in ObjectEntry.__annotations__ if k == "measured"}
+    for rec in p.records():
+        assert set(rec) == set(SceneRecord.__annotations__)
+        for o in rec["objects"]:
+            assert set(o) == set(ObjectEntry.__annotations__) - optional
+        assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
+    for single in p.singles():
+        assert set(single) == set(SingleRecord.__annotations__)
+
+
+def test_check_record_names_each_kind_of_damage():
+    rec = next(planner().records())
+    names = set(load_object_set("simco").names)
+    cases = {
+        "missing field 'captions'": lambda r: r.pop("captions"),
+        "is not in the object set": lambda r: r["objects"][0].update(name="dragon"),
+        "unknown slot": lambda r: r["objects"][0].update(slot="TOP"),
+        "size ranks are not": lambda r: r["objects"][0].update(size_rank=7),
+        "two objects share a slot": lambda r: r["objects"][1].update(slot=r["objects"][0]["slot"]),
+        "not a permutation": lambda r: r["mention_orders"].append([0, 0]),
+        "captions for": lambda r: r["captions"]["and"].pop(),
+        "has no measurements": None,
+        "field 'objects' is a str": lambda r: r.update(objects="cube"),
+        "misses 'scale'": lambda r: r["objects"][0].pop("scale"),
+    }
+    for want, damage in cases.items():
+        bad = copy.deepcopy(rec)
+        if damage is not None:
+            damage(bad)
+        problems = check_record(bad, names, rec["object_set_hash"], measured=damage is None)
+        assert problems and want in problems[0], (want, problems)
+    assert "scale" in OBJECT_KEYS
+    assert check_record([1, 2]) == ["a record is a JSON list, not an object"]
+
+
+def test_largest_and_measured_ranks():
+    rec = next(planner().records())
+    assert rec["objects"][largest(rec)]["size_rank"] == 0
+    assert object_names(rec) == [o["name"] for o in rec["objects"]]
+    for i, o in enumerate(rec["objects"]):
+        o["measured"] = {"pixels": 100 * (i + 1)}
+    assert measured_ranks(rec) == list(reversed(range(len(rec["objects"]))))
