@@ -84,8 +84,10 @@ class TrainConfig:
         if self.optimizer not in ("adamw", "adam"):
             raise UserError(f"--optimizer {self.optimizer}: one of adamw, adam")
         b1, b2 = self.adam_betas
-        if not (0 <= b1 < 1 and 0 <= b2 < 1) or not (math.isfinite(self.adam_eps) and self.adam_eps > 0):
-            raise UserError(f"--adam-betas {b1},{b2} / --adam-eps {self.adam_eps}: betas in [0, 1), eps > 0")
+        if not (0 <= b1 < 1 and 0 <= b2 < 1):
+            raise UserError(f"--adam-betas {b1},{b2}: each in [0, 1)")
+        if not (math.isfinite(self.adam_eps) and self.adam_eps > 0):
+            raise UserError(f"--adam-eps {self.adam_eps}: a small positive number (e.g. 1e-8)")
         self._check_options()
         if self.device != "auto":
             from comco.models.factory import check_device
@@ -106,6 +108,8 @@ class TrainConfig:
                                 ("keep", "--keep", 76)):
             if key in o and o[key] > high:
                 raise UserError(f"{flag} {o[key]}: at most {high}")
+        if o.get("vision_width", 32) % 32:
+            raise UserError(f"--width {o['vision_width']}: a multiple of 32 (the head width)")
         for key in ("short_weight", "long_weight"):
             value = o.get(key)
             if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
