@@ -324,12 +324,15 @@ def main() -> None:
     except UserError as exc:
         typer.echo(f"comco: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.NoArgsIsHelpError:
+    except getattr(click, "NoArgsIsHelpError", ()):  # click >= 8.2
         sys.exit(2)  # a bare group: typer has printed its help already
     except click.ClickException as exc:
         typer.echo(_usage_line(exc), err=True)
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except typer.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # older typer/click: Ctrl-C arrives as Abort
+            typer.echo("comco: interrupted; completed work is kept (use --resume)", err=True)
+            sys.exit(130)
         if isinstance(exc.__cause__, EOFError):
             raise exc.__cause__  # typer turns any EOFError into Abort: an internal error, keep its traceback
         typer.echo("comco: aborted", err=True)
