@@ -200,7 +200,7 @@ def test_tables_and_plots(run):
         assert len(measured) == sum(len(stats) for g in groups for stats in g["metrics"].values())
     plots = sorted(p.name for p in (out / "plots").glob("*.png"))
     assert len(plots) == 2 * sum(len(res["probes"][p][LABEL]) for p in ("tor", "ior", "ior_slot"))
-    assert "tor_and-3-objects_unconditional.png" in plots and "ior_4-objects_conditional.png" in plots
+    assert "tor_and-3-objects-bare-name-gallery_unconditional.png" in plots and "ior_4-objects_conditional.png" in plots
     for p in plots:
         with Image.open(out / "plots" / p) as im:
             assert im.format == "PNG" and im.size[0] > 100

@@ -60,3 +60,23 @@ def test_the_options_are_on_the_command_line():
         assert flag in out
     r = CliRunner().invoke(app, ["debias", "--data", "x", "--out", "y", "--adam-betas", "0.9"])
     assert "--adam-betas" in str(r.exception)
+
+
+def test_checkpoints_from_before_the_adam_fields_still_resume_where_nothing_changed():
+    import hashlib
+    import json
+
+    from comco.train.config import RUNTIME_FIELDS, differing_fields
+
+    def before(cfg):  # the config dict and identity hash as comco wrote them before adam_* existed
+        d = {k: v for k, v in cfg.to_dict().items() if k not in ("adam_betas", "adam_eps")}
+        ident = {k: v for k, v in d.items() if k not in RUNTIME_FIELDS}
+        return d, hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    scratch = make_config("scratch", data="d", out="o")  # same optimiser as before: resumes
+    saved, old_hash = before(scratch)
+    assert differing_fields(saved, scratch.to_dict()) == [] and scratch.identity_hash() == old_hash
+    debias = make_config("debias", data="d", out="o")  # its optimiser changed: refused, and says why
+    saved, old_hash = before(debias)
+    assert {"adam_betas", "adam_eps"} <= set(differing_fields(saved, debias.to_dict()))
+    assert debias.identity_hash() != old_hash

@@ -28,7 +28,8 @@ TEXT_ONLY = ["--text-only", "--object-set", "simco", *MODEL, "--out", "{out}"]
 SCRATCH = ["train", "scratch", "--data", "{dir}", "--out", "{out}"]
 LONGCLIP = ["train", "longclip", "--data", "{dir}", "--out", "{out}"]
 DEBIAS = ["train", "debias", "--data", "{dir}", "--out", "{out}"]
-EVAL = ["eval", "retrieval", "--benchmark", "coco", "--root", "{dir}", *MODEL, "--out", "{out}"]
+EVAL_MODEL = ["--model", "ViT-S-32", "--pretrained", "none"]  # eval has no -m
+EVAL = ["eval", "retrieval", "--benchmark", "coco", "--root", "{dir}", *EVAL_MODEL, "--out", "{out}"]
 
 CASES = {
     # -- the CLI framework's own usage errors (were a six-line box)
@@ -113,6 +114,7 @@ CASES = {
     "train --resolution 0": [*SCRATCH, "--resolution", "0"],
     "train --layers 0": [*SCRATCH, "--layers", "0"],
     "train --width 33": [*SCRATCH, "--width", "33"],
+    "train --adam-betas 1,1": [*SCRATCH, "--adam-betas", "1,1"],
     "train --label-smoothing 2": [*SCRATCH, "--label-smoothing", "2"],
     "train --weight-decay -1": [*SCRATCH, "--weight-decay", "-1"],
     "train --warmup -1": [*SCRATCH, "--warmup", "-1"],
@@ -129,14 +131,15 @@ CASES = {
     "train debias --long-weight nan": [*DEBIAS, "--long-weight", "nan"],
     "train labclip --lr -1": ["train", "labclip", "--data", "{dir}", "--out", "{out}", "--lr", "-1"],
     # -- eval
-    "eval --benchmark nope": ["eval", "retrieval", "--benchmark", "nope", "--root", "{dir}", *MODEL, "--out", "{out}"],
+    "eval --benchmark nope": ["eval", "retrieval", "--benchmark", "nope", "--root", "{dir}", *EVAL_MODEL,
+                              "--out", "{out}"],
     "eval --protocol nope": [*EVAL, "--protocol", "nope"],
     "eval --batch-size 0": [*EVAL, "--batch-size", "0"],
     "eval --device gpu": [*EVAL, "--device", "gpu"],
-    "eval a missing root": ["eval", "retrieval", "--benchmark", "coco", "--root", "{dir}/missing", *MODEL,
+    "eval a missing root": ["eval", "retrieval", "--benchmark", "coco", "--root", "{dir}/missing", *EVAL_MODEL,
                             "--out", "{out}"],
-    "eval analyses bogus": ["eval", "analyses", "--benchmark", "coco", "--root", "{dir}", *MODEL, "--out", "{out}",
-                            "--analyses", "bogus"],
+    "eval analyses bogus": ["eval", "analyses", "--benchmark", "coco", "--root", "{dir}", *EVAL_MODEL,
+                            "--out", "{out}", "--analyses", "bogus"],
     # -- lab run
     "lab run a missing recipe": ["lab", "run", "{dir}/none.toml", "--out", "{out}"],
     "lab run a recipe that is not TOML": ["lab", "run", "{toml}", "--out", "{out}"],

@@ -84,8 +84,10 @@ class TrainConfig:
         if self.optimizer not in ("adamw", "adam"):
             raise UserError(f"--optimizer {self.optimizer}: one of adamw, adam")
         b1, b2 = self.adam_betas
-        if not (0 <= b1 < 1 and 0 <= b2 < 1) or not (math.isfinite(self.adam_eps) and self.adam_eps > 0):
-            raise UserError(f"--adam-betas {b1},{b2} / --adam-eps {self.adam_eps}: betas in [0, 1), eps > 0")
+        if not (0 <= b1 < 1 and 0 <= b2 < 1):
+            raise UserError(f"--adam-betas {b1},{b2}: each in [0, 1)")
+        if not (math.isfinite(self.adam_eps) and self.adam_eps > 0):
+            raise UserError(f"--adam-eps {self.adam_eps}: a small positive number (e.g. 1e-8)")
         self._check_options()
         if self.device != "auto":
             from comco.models.factory import check_device
@@ -106,6 +108,8 @@ class TrainConfig:
                                 ("keep", "--keep", 76)):
             if key in o and o[key] > high:
                 raise UserError(f"{flag} {o[key]}: at most {high}")
+        if o.get("vision_width", 32) % 32:
+            raise UserError(f"--width {o['vision_width']}: a multiple of 32 (the head width)")
         for key in ("short_weight", "long_weight"):
             value = o.get(key)
             if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
@@ -116,13 +120,31 @@ class TrainConfig:
 
     def identity(self) -> dict:
         """What a resumed run must share with the checkpoint's run."""
-        return {k: v for k, v in self.to_dict().items() if k not in RUNTIME_FIELDS}
+        return _identity_view(self.to_dict())
 
     def identity_hash(self) -> str:
         text = json.dumps(self.identity(), sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+# Settings that became fields later, with the value every run had before: left out of the
+# identity at that value, so checkpoints written before them still resume (same hash).
+LEGACY_VALUES = {"adam_betas": [0.9, 0.98], "adam_eps": 1e-6}
+
+
+def _identity_view(d: dict) -> dict:
+    out = {k: v for k, v in d.items() if k not in RUNTIME_FIELDS}
+    for k, legacy in LEGACY_VALUES.items():
+        if k in out and (list(out[k]) if isinstance(out[k], (list, tuple)) else out[k]) == legacy:
+            del out[k]
+    return out
+
+
 def differing_fields(saved: dict, current: dict) -> list[str]:
+    saved, current = _identity_view(saved), _identity_view(current)
     keys = sorted(set(saved) | set(current))
-    return [k for k in keys if k not in RUNTIME_FIELDS and saved.get(k) != current.get(k)]
+    return [k for k in keys if _plain(saved.get(k)) != _plain(current.get(k))]
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value

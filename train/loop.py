@@ -119,6 +119,8 @@ class Trainer:
         from comco.models.factory import load_checkpoint
 
         ckpt = load_checkpoint(path)
+        if not isinstance(ckpt.get("config"), dict):
+            raise UserError(f"--resume {path}: damaged checkpoint (no training configuration); start a new --out")
         if "optimizer" not in ckpt:
             raise UserError(f"--resume {path}: holds weights only, no training state; "
                             "start a new run with --init ckpt:PATH instead")
@@ -127,14 +129,20 @@ class Trainer:
             shown = ", ".join(f"--{k.replace('_', '-')}" for k in differ[:4]) or "settings"
             raise UserError(f"--resume {path}: that checkpoint was trained with other {shown}; "
                             "resume with the same options or start a new --out")
-        self.task.load_state(ckpt)
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.scheduler.load_state_dict(ckpt["scheduler"])
-        self.scaler.load_state_dict(ckpt["scaler"])
-        torch.set_rng_state(ckpt["rng"]["torch"])
-        if "cuda" in ckpt["rng"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(ckpt["rng"]["cuda"])
-        self.step = int(ckpt["step"])
+        try:
+            self.task.load_state(ckpt)
+            self.optimizer.load_state_dict(ckpt["optimizer"])
+            self.scheduler.load_state_dict(ckpt["scheduler"])
+            self.scaler.load_state_dict(ckpt["scaler"])
+            torch.set_rng_state(ckpt["rng"]["torch"])
+            if "cuda" in ckpt["rng"] and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(ckpt["rng"]["cuda"])
+            self.step = int(ckpt["step"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            # the configuration matched but the state does not fit it: an edited or damaged file
+            first = (str(exc).strip().splitlines() or [""])[0][:120]
+            raise UserError(f"--resume {path}: damaged checkpoint ({exc.__class__.__name__}: {first}); "
+                            "resume from an earlier copy or start a new --out") from None
 
     # ---------------------------------------------------------------- one step
     def _autocast(self):

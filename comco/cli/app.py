@@ -336,7 +336,7 @@ def main() -> None:
     except UserError as exc:
         typer.echo(f"comco: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.NoArgsIsHelpError:
+    except getattr(click, "NoArgsIsHelpError", ()):  # click >= 8.2
         sys.exit(2)  # a bare group: typer has printed its help already
     except click.ClickException as exc:
         typer.echo(_usage_line(exc), err=True)

@@ -155,7 +155,8 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                     stages.append(Stage(fid, "finetune", {
                         "kind": v["kind"], "variant": v["name"], "seed": seed, "steps": ft["steps"],
                         "batch_size": ft["batch_size"], "lr": ft["lr"], "warmup": ft["warmup"],
-                        "weight_decay": ft["weight_decay"], "device": device, "options": options},
+                        "weight_decay": ft["weight_decay"], "device": device, "options": options,
+                        "adam_betas": [0.9, 0.999], "adam_eps": 1e-8},  # the papers' code's AdamW
                         {"model": f"scratch-{oset}-{_p(ft['order_bias'])}-s{seed}",
                          "data": f"captions-{oset}-{_p(ft['order_bias'])}"}))
                     if "probe" in want:

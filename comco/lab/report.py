@@ -306,7 +306,8 @@ def _per_seed(probes: dict, p: float, seeds: list, family: str, n: str, template
 def _dose_sections(doc, fig, oset, ps, seeds, probes, counts, s) -> dict:
     numbers = {}
     doc.h(3, "TOR: which mention position the text encoder retrieves, against the order bias p")
-    doc.p("For each held-out `and` caption the most similar single-object text is retrieved; a position's share "
+    doc.p("For each held-out `and` caption the most similar bare object name (ComCO's gallery) is retrieved; "
+          "a position's share "
           "is its top-1 hit rate over the sum of the hit rates of all positions (100 % in all, like the ComCO "
           "paper's conditional table, but without dropping captions whose top-n is not exact). Cells: mean over "
           f"{len(seeds)} training seeds with a 95 % t-interval across seeds; the raw top-1 rate of the first "

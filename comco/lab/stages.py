@@ -175,7 +175,8 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
 def finetune(config: dict, deps: dict, out: Path) -> dict:
     return _train(config["kind"], out, deps["data"] / DATA, config, dict(config["options"]),
                   init=f"ckpt:{deps['model'] / 'model.pt'}", warmup=config["warmup"],
-                  weight_decay=config["weight_decay"], workers=0)
+                  weight_decay=config["weight_decay"], workers=0,
+                  adam_betas=tuple(config.get("adam_betas", (0.9, 0.999))), adam_eps=config.get("adam_eps", 1e-8))
 
 
 def labclip(config: dict, deps: dict, out: Path) -> dict:
