@@ -73,10 +73,11 @@ def bare_encode(model: str, pretrained: str, device: str, root: Path, batch_size
 
 def full_eval(model: str, pretrained: str, device: str, root: Path, batch_size: int, cache: Path,
               out: Path) -> float:
-    from comco.probes.natural.run import ModelSpec, run_natural_eval
+    from comco.models import ModelRef
+    from comco.probes.natural import run_natural_eval
 
     start = time.perf_counter()
-    run_natural_eval("retrieval", "flickr30k", root, [ModelSpec(model, pretrained)], "all", out,
+    run_natural_eval("retrieval", "flickr30k", root, [ModelRef(model, pretrained)], "all", out,
                      device=device, batch_size=batch_size, cache_dir=cache)
     return time.perf_counter() - start
 

@@ -146,3 +146,15 @@ def folder_digest(path: str | Path) -> str:
             h.update(p.name.encode())
             h.update(file_digest(p).encode())
     return "sha256-" + h.hexdigest()[:20]
+
+
+def require_folder(path: Path, flag: str = "--out") -> None:
+    """A folder named on the command line (an output, a cache): refused before any work when
+    it is a file or lies under one (found only at the end, after all the work, otherwise)."""
+    path = Path(path)
+    for at in (path, *path.parents):
+        if at.exists():
+            if not at.is_dir():
+                where = "is a file" if at == path else f"lies under the file {at}"
+                raise UserError(f"{flag} {path} {where}; give a folder")
+            return

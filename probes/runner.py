@@ -44,12 +44,6 @@ def parse_probes(text: str | None) -> list[str] | None:
     return names
 
 
-def model_label(name: str, pretrained: str | None) -> str:
-    if name.startswith(("hf:", "ckpt:")):
-        return name
-    return f"{name} ({pretrained or 'none'})"
-
-
 def select_probes(data, opts: ProbeOptions) -> tuple[list[str], dict[str, str]]:
     """(probes to run, probe -> why it was skipped). Asked-for probes that cannot run raise."""
     if opts.text_only:
@@ -100,12 +94,22 @@ def default_templates(data) -> list[str]:
     return seen
 
 
-def run_probes(dataset: Path | None, models: list[tuple[str, str | None]], opts: ProbeOptions, *,
-        object_set: str | None = None, quiet: bool = True) -> dict:
-    from comco import GENERATOR
-    from comco.models.factory import load_model
+def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
+               object_set: str | None = None, quiet: bool = True) -> dict:
+    """Every asked-for probe on every model: the results dictionary that write_reports turns
+    into results.json, tables and plots.
+
+    Args:
+        dataset: a dataset folder, or None with --text-only (names from `object_set`).
+        models: comco.models.ModelRef, one per model, in table order.
+        opts: the probe options (which probes, templates, bootstrap, device, cache...).
+        object_set: the set whose names --text-only uses without a dataset.
+        quiet: no progress display.
+    """
     from comco.probes.embed import Embedder
     from comco.probes.probe_data import gallery_names, open_dataset
+
+    from comco import GENERATOR
 
     if dataset is not None:
         if opts.names:
@@ -115,8 +119,9 @@ def run_probes(dataset: Path | None, models: list[tuple[str, str | None]], opts:
             data.records = data.records[: opts.limit]
         names, obj_set, info = data.names, data.object_set, data.info
     elif opts.names:
-        from comco.manifest import load_object_set
         from comco.probes.texts import name_list
+
+        from comco.manifest import load_object_set
 
         if not opts.text_only:
             raise UserError(f"--gallery {opts.names} is for --text-only (a dataset's gallery is its set's names)")
@@ -147,10 +152,10 @@ def run_probes(dataset: Path | None, models: list[tuple[str, str | None]], opts:
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()},
         "models": [], "skipped": skipped, "probes": {},
     }
-    for name, pretrained in models:
-        label = model_label(name, pretrained)
+    for ref in models:
+        label = ref.label
         t0 = time.perf_counter()
-        loaded = load_model(name, pretrained, device=opts.device)
+        loaded = ref.load(opts.device)
         with progress_group(quiet) as progress:
             emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress)
             for probe in probes:
@@ -159,7 +164,7 @@ def run_probes(dataset: Path | None, models: list[tuple[str, str | None]], opts:
                     results["skipped"][f"{probe} ({label})"] = "not an open_clip ViT with a class token"
                 for key, groups in out.items():
                     results["probes"].setdefault(key, {})[label] = groups
-        results["models"].append({"label": label, "name": name, "pretrained": pretrained, "identity": loaded.identity,
+        results["models"].append({"label": label, "name": ref.name, "pretrained": ref.pretrained, "identity": loaded.identity,
                                   "context_length": loaded.context_length, "seconds": time.perf_counter() - t0,
                                   "cache": dict(emb.stats)})
     return results

@@ -184,7 +184,7 @@ def test_model_that_cannot_load_exits_2(tmp_path):
 
 
 def test_pretrained_pairs_with_models():
-    from comco.cli.eval import model_specs
+    from comco.models import pair_models as model_specs
     from comco.errors import UserError
 
     specs = model_specs(["ViT-B-16", "ckpt:a.pt"], ["openai"])

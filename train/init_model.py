@@ -11,12 +11,12 @@ from comco.errors import UserError
 
 def load_init(init: str | None, pretrained: str | None, kind: str, device: str = "cpu"):
     """LoadedModel for --init; anything that stops it loading is the user's to fix."""
-    from comco.models.factory import load_model
+    from comco.models import ModelRef
 
     if not init:
         raise UserError(f"comco train {kind} needs --init MODEL (an open_clip name with --pretrained, or ckpt:PATH)")
     try:
-        loaded = load_model(init, pretrained, device=device)
+        loaded = ModelRef(init, pretrained).load(device)
     except UserError:
         raise
     except (RuntimeError, OSError, ValueError, KeyError) as exc:

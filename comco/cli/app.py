@@ -102,8 +102,8 @@ def plan(
     quiet: Quiet = False,
 ):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
-    from comco.data.folder import require_folder
-    from comco.data.writer import run_plan
+    from comco.data import run_plan
+    from comco.io import require_folder
 
     require_folder(out, "--out")
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
@@ -136,8 +136,8 @@ def render(
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
-    from comco.data.folder import require_folder
-    from comco.render.run import RenderOptions, parse_shard, run_render
+    from comco.io import require_folder
+    from comco.render import RenderOptions, parse_shard, run_render
 
     _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
     require_folder(out, "--out")
@@ -164,7 +164,7 @@ def render(
 @app.command()
 def validate(dataset: Annotated[Path, typer.Argument(help="A dataset folder.")], quiet: Quiet = False):
     """Check a dataset folder record by record; exit 1 and list the problems if any."""
-    from comco.data.validate import validate_dataset
+    from comco.data import validate_dataset
 
     problems = validate_dataset(dataset)
     if problems:
@@ -205,7 +205,7 @@ def _bpy_module(module: str, *args: str) -> str:
 
 def _image_out(out: Path) -> None:
     """--out of a PNG: a file in an existing or creatable folder, checked before Blender starts."""
-    from comco.data.folder import require_folder
+    from comco.io import require_folder
 
     if out.is_dir():
         raise UserError(f"--out {out} is a folder; give the PNG's file name (e.g. {out / 'sheet.png'})")
@@ -292,8 +292,8 @@ def objects_calibrate(
 def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folders rendered with --shard i/N.")],
                   out: Out, quiet: Quiet = False):
     """Join rendered shards into one dataset (they must share the configuration)."""
-    from comco.data.folder import require_folder
-    from comco.data.merge import merge_shards
+    from comco.data import merge_shards
+    from comco.io import require_folder
 
     require_folder(out, "--out")
     s = merge_shards(shards, out)

@@ -25,44 +25,26 @@ PROTOCOL_HELP = "all (every caption, DeBias-CLIP) or first5 (first five per imag
 PRETRAINED_HELP = "weights for --model: one value for every open_clip model, or one per --model in order"
 
 
-def model_specs(models: list[str], pretrained: list[str]) -> list:
-    """Pair each --model with its --pretrained (none given, one for all, or one each)."""
-    from comco.probes.natural.run import ModelSpec
-
-    if not models:
-        raise UserError("give at least one --model")
-    if len(pretrained) not in (0, 1, len(models)):
-        raise UserError(f"{len(models)} --model and {len(pretrained)} --pretrained: give one --pretrained "
-                        "for all models or one per --model")
-    if len(pretrained) == len(models):
-        return [ModelSpec(m, p) for m, p in zip(models, pretrained)]
-    shared = pretrained[0] if pretrained else None
-    return [ModelSpec(m, None if m.startswith(("hf:", "ckpt:")) else shared) for m in models]
-
-
 def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: list[str], protocol: str,
         out: Path, device: str | None, batch_size: int, cache: Path | None, no_cache: bool, quiet: bool,
         analyses: str = "") -> None:
     """Run one eval; a user's mistake ends it with exit code 2 and one line, never a traceback."""
     try:
-        from comco.data.folder import require_folder
-        from comco.probes.embed import DEFAULT_CACHE
-        from comco.probes.natural.run import run_natural_eval
+        from comco.io import require_folder
+        from comco.models import pair_models
+        from comco.probes import DEFAULT_CACHE
+        from comco.probes.natural import run_natural_eval
 
         require_folder(out, "--out")
         if not no_cache:
             require_folder(cache or DEFAULT_CACHE, "--cache")
 
-        if device is None:
-            import torch
+        from comco.models import check_device, default_device
 
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        from comco.models.factory import check_device
-
-        check_device(device)
+        device = check_device(device or default_device())
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
         with progress_group(quiet) as progress:
-            run_natural_eval(kind, benchmark, root, model_specs(models, pretrained), protocol, out,
+            run_natural_eval(kind, benchmark, root, pair_models(models, pretrained), protocol, out,
                              device=device, batch_size=batch_size,
                              cache_dir=None if no_cache else (cache or DEFAULT_CACHE),
                              analyses=names, progress=progress, say=(lambda _: None) if quiet else typer.echo)

@@ -33,8 +33,7 @@ def run(
 ) -> None:
     """Run a recipe's stages, each once per input hash, and write the report."""
     from comco.errors import UserError
-    from comco.lab.recipe import load_recipe
-    from comco.lab.run import run_lab
+    from comco.lab import load_recipe, run_lab
 
     if resume and overwrite:
         raise UserError("--resume and --overwrite exclude each other; pass one")

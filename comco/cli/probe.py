@@ -43,38 +43,34 @@ def probe(
 ) -> None:
     """Measure order and size biases: TOR, IOR, I2TOR, matching, TOC/IOC, binding, attention."""
     if list_models:
-        from comco.models.factory import list_models as names
+        from comco.models import list_models as names
 
         typer.echo("\n".join(names()))
         return
     from comco.plan import parse_counts
-    from comco.probes.embed import DEFAULT_CACHE
-    from comco.probes.report import write_reports
-    from comco.probes.runner import ProbeOptions, parse_probes, run_probes
+    from comco.probes import DEFAULT_CACHE, ProbeOptions, parse_probes, run_probes, write_reports
 
     if not model:
         raise UserError("give at least one --model (e.g. --model ViT-B-32 --pretrained openai); see --list-models")
     if out is None:
         raise UserError("give --out DIR for the results")
-    from comco.data.folder import require_folder
+    from comco.io import require_folder
 
     require_folder(out, "--out")
     if not no_cache:
         require_folder(cache or DEFAULT_CACHE, "--cache")
-    if len(pretrained) not in (0, 1, len(model)):
-        raise UserError(f"{len(pretrained)} --pretrained for {len(model)} --model: give one for all or one per model")
-    tags = pretrained * len(model) if len(pretrained) == 1 else (pretrained or [None] * len(model))
+    from comco.models import pair_models
+
+    refs = pair_models(model, pretrained)
     if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
         raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
     if limit is not None and limit < 1:
         raise UserError(f"--limit {limit}: probe at least 1 scene (leave --limit out for all)")
     if tuples < 1 or (max_distractors is not None and max_distractors < 0):
         raise UserError("--tuples must be >= 1 and --max-distractors >= 0")
-    from comco.models.factory import check_device
-    from comco.plan.rng import check_seed
-
-    from comco.probes.texts import name_list
-    from comco.probes.tor import check_gallery
+    from comco.models import check_device
+    from comco.plan import check_seed
+    from comco.probes import check_gallery, name_list
 
     check_gallery(tor_gallery)
     if gallery is not None:
@@ -91,7 +87,7 @@ def probe(
         tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
         cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
         test_fraction=test_fraction, limit=limit, plots=not no_plots)
-    results = run_probes(dataset, list(zip(model, tags)), opts, object_set=object_set, quiet=quiet)
+    results = run_probes(dataset, refs, opts, object_set=object_set, quiet=quiet)
     written = write_reports(out, results, plots=opts.plots)
     if not quiet:
         for m in results["models"]:

@@ -61,8 +61,8 @@ def _betas(text: str | None):
 
 
 def _run(kind: str, options: dict, **given) -> None:
-    from comco.data.folder import require_folder
-    from comco.train.run import make_config, run_training
+    from comco.io import require_folder
+    from comco.train import make_config, run_training
 
     given["adam_betas"] = _betas(given.get("adam_betas"))
     require_folder(given["out"], "--out")

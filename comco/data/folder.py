@@ -70,18 +70,6 @@ def prepare_out(out: Path, info: dict, *, overwrite: bool, resume: bool) -> str:
                     f"pass --overwrite to replace it or choose another --out")
 
 
-def require_folder(path: Path, flag: str = "--out") -> None:
-    """A folder named on the command line (an output, a cache): refused before any work when
-    it is a file or lies under one (found only at the end, after all the work, otherwise)."""
-    path = Path(path)
-    for at in (path, *path.parents):
-        if at.exists():
-            if not at.is_dir():
-                where = "is a file" if at == path else f"lies under the file {at}"
-                raise UserError(f"{flag} {path} {where}; give a folder")
-            return
-
-
 def check_writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)

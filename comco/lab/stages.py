@@ -181,13 +181,15 @@ def finetune(config: dict, deps: dict, out: Path) -> dict:
 
 def labclip(config: dict, deps: dict, out: Path) -> dict:
     """LABCLIP on a frozen model; the binding probe before (base) and after (with the map)."""
+    from comco.models import ModelRef
     from comco.probes import ProbeOptions, run_probes
 
     base = deps["model"] / "model.pt"
     summary = _train("labclip", out, deps["data"] / DATA, config, {}, init=f"ckpt:{base}")
     opts = ProbeOptions(probes=["binding"], n_boot=config["bootstrap"], seed=config["seed"], device=_device(config),
                         cache_dir=None, plots=False)
-    results = run_probes(deps["data"] / DATA, [(f"ckpt:{base}", None), (f"ckpt:{out / 'model.pt'}", None)], opts, quiet=True)
+    results = run_probes(deps["data"] / DATA, [ModelRef(f"ckpt:{base}"), ModelRef(f"ckpt:{out / 'model.pt'}")], opts,
+                         quiet=True)
     labels = [m["label"] for m in results["models"]]
     probes = {}
     for name, label in zip(("before", "after"), labels):
@@ -224,11 +226,8 @@ def _groups(groups: list[dict]) -> dict:
 
 
 def probe(config: dict, deps: dict, out: Path) -> dict:
-    from comco.probes import sensitivity, tor_summary
-    from comco.models import load_model
-    from comco.probes import Embedder
-    from comco.probes import open_dataset
-    from comco.probes import ProbeOptions, run_probes
+    from comco.models import ModelRef, load_model
+    from comco.probes import Embedder, ProbeOptions, open_dataset, run_probes, sensitivity, tor_summary
 
     model = f"ckpt:{deps['model'] / 'model.pt'}"
     test = deps["test"] / DATA
@@ -237,7 +236,7 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     gallery = config.get("tor_gallery", "names")
     opts = ProbeOptions(probes=["tor", "ior"], templates=config["tor_templates"], batch_size=config["batch_size"],
                         device=device, cache_dir=None, plots=False, tor_gallery=gallery, **kw)
-    results = run_probes(test, [(model, None)], opts, quiet=True)
+    results = run_probes(test, [ModelRef(model)], opts, quiet=True)
     label = results["models"][0]["label"]
     tor_by_template: dict[str, list] = {}
     for g in results["probes"]["tor"][label]:
@@ -251,9 +250,9 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     if config["summary"]:
         res["tor"]["summary"] = _groups(tor_summary(data, emb, gallery=gallery, **kw))
     if config["analyses"]:
-        from comco.probes.natural import ModelSpec, run_natural_eval
+        from comco.probes.natural import run_natural_eval
 
-        payload = run_natural_eval("analyses", "comco", test, [ModelSpec(model)], "all", out / "analyses",
+        payload = run_natural_eval("analyses", "comco", test, [ModelRef(model)], "all", out / "analyses",
                                    device=device, batch_size=config["batch_size"], cache_dir=None,
                                    analyses=tuple(config["analyses"]))
         res["analyses"] = {}

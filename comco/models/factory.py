@@ -90,6 +90,13 @@ class LoadedModel:
         return visual
 
 
+def default_device() -> str:
+    """cuda when this machine has a CUDA device, else cpu."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def check_device(name: str) -> str:
     """A device this machine has: cpu, cuda or cuda:N (probe, eval and train share this check)."""
     import re

@@ -11,5 +11,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "parse_resolution": "config", "parse_fraction_range": "config", "MAX_IMAGES": "config",
     "Planner": "planner", "PlanFailure": "planner",
     "Camera": "camera", "POLICIES": "orders", "load_templates": "captions", "split_sentences": "captions",
-    "image_seed": "rng", "generator": "rng",
+    "image_seed": "rng", "generator": "rng", "check_seed": "rng",
 })

@@ -4,5 +4,5 @@ their real file formats, recall with intervals, and the DeBias-CLIP analyses."""
 from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
-    "ModelSpec": "run", "run_natural_eval": "run", "check_options": "run",
+    "run_natural_eval": "run", "check_options": "run",
 })

@@ -5,31 +5,19 @@ Kept out of the command module so that recipes and training can call it directly
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from comco import GENERATOR
-from comco.errors import UserError
-from comco.report import published as reference
-from comco.probes.natural.benchmarks import get_benchmark, load_benchmark
 from comco.probes.natural.analyses import ANALYSES
+from comco.probes.natural.benchmarks import get_benchmark, load_benchmark
 from comco.probes.natural.evaluate import evaluate_analyses, evaluate_retrieval
 from comco.probes.natural.images import drop_unreadable_headers
 from comco.probes.natural.recall import PROTOCOLS
 from comco.probes.natural.report import write_analyses_report, write_retrieval_report
 
-
-@dataclass(frozen=True)
-class ModelSpec:
-    name: str  # open_clip name, hf:DIR or ckpt:PATH
-    pretrained: str | None = None
-
-    @property
-    def label(self) -> str:
-        if self.name.startswith(("hf:", "ckpt:")):
-            return self.name
-        return f"{self.name} ({self.pretrained or 'none'})"
+from comco import GENERATOR
+from comco.errors import UserError
+from comco.report import published as reference
 
 
 def check_options(kind: str, protocol: str, analyses: tuple[str, ...], out: Path) -> None:
@@ -44,12 +32,11 @@ def check_options(kind: str, protocol: str, analyses: tuple[str, ...], out: Path
         raise UserError(f"--out {out} is a file; give a folder")
 
 
-def run_natural_eval(kind: str, benchmark: str, root: Path, specs: list[ModelSpec], protocol: str, out: Path, *,
+def run_natural_eval(kind: str, benchmark: str, root: Path, specs: list, protocol: str, out: Path, *,
                      device: str = "cpu", batch_size: int = 64, cache_dir: Path | None = None,
                      analyses: tuple[str, ...] = (), progress=None,
                      say: Callable[[str], None] = lambda _: None) -> dict:
     """Evaluate every model on one split and write results.json, tables and plots into out."""
-    from comco.models.factory import load_model
     from comco.probes.embed import Embedder
 
     out = Path(out)
@@ -59,7 +46,7 @@ def run_natural_eval(kind: str, benchmark: str, root: Path, specs: list[ModelSpe
         + "".join(f"; left out: {n} {why}" for why, n in split.skipped.items()))
     entries = []
     for spec in specs:
-        loaded = load_model(spec.name, spec.pretrained, device)
+        loaded = spec.load(device)
         embedder = Embedder(loaded, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
         label = spec.label if all(e["label"] != spec.label for e in entries) else f"{spec.label} #{len(entries) + 1}"
         entry = {"label": label, "model": spec.name, "pretrained": spec.pretrained,
