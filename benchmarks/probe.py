@@ -53,6 +53,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import torch
+    from test_probes_fixtures import make_dataset
 
     from comco.models.factory import load_model
     from comco.probes import texts
@@ -60,7 +61,6 @@ def main() -> None:
     from comco.probes.ior import i2tor, ior
     from comco.probes.probe_data import open_dataset
     from comco.probes.tor import gallery_texts, tor_text_only
-    from test_probes_fixtures import make_dataset
 
     loaded = load_model(args.model, "none")
     model, tokenizer = loaded.model, loaded._tokenize

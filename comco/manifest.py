@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
+import comco.assets
 from comco.errors import UserError
 from comco.io import write_text
-
-import comco.assets
 
 MANIFEST_NAME = "objects.toml"
 # The built-in sets ship as the package comco.assets (assets/ in the source tree).

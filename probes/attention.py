@@ -15,9 +15,9 @@ import numpy as np
 
 from comco.errors import UserError
 from comco.probes.embed import load_image_tensor
-from comco.record import measured_ranks
 from comco.probes.retrieval import size_labels
 from comco.probes.stats import mean_with_interval
+from comco.record import measured_ranks
 
 
 def cls_attention(vit, batch) -> np.ndarray:

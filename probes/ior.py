@@ -12,8 +12,8 @@ from collections import defaultdict
 import numpy as np
 
 from comco.probes import texts
-from comco.record import measured_ranks
 from comco.probes.retrieval import cosine, role_retrieval, size_labels
+from comco.record import measured_ranks
 
 SLOT_ORDER = ["M", "UL", "UR", "BL", "BR"]
 

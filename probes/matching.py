@@ -17,8 +17,8 @@ from collections import defaultdict
 import numpy as np
 
 from comco.probes import texts
-from comco.record import measured_ranks
 from comco.probes.stats import accuracy
+from comco.record import measured_ranks
 
 SCENARIOS = ("scenario 1", "scenario 2")
 

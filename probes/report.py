@@ -13,8 +13,8 @@ from pathlib import Path
 
 from comco.io import write_json, write_text
 from comco.report.plots import interval_bars, pyplot, save
-from comco.report.tables import csv_text as table_csv
 from comco.report.published import published_rows
+from comco.report.tables import csv_text as table_csv
 
 TITLES = {
     "tor": "TOR: text-based object retrieval, by mention position",

@@ -106,10 +106,9 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
         object_set: the set whose names --text-only uses without a dataset.
         quiet: no progress display.
     """
+    from comco import GENERATOR
     from comco.probes.embed import Embedder
     from comco.probes.probe_data import gallery_names, open_dataset
-
-    from comco import GENERATOR
 
     if dataset is not None:
         if opts.names:
@@ -119,9 +118,8 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
             data.records = data.records[: opts.limit]
         names, obj_set, info = data.names, data.object_set, data.info
     elif opts.names:
-        from comco.probes.texts import name_list
-
         from comco.manifest import load_object_set
+        from comco.probes.texts import name_list
 
         if not opts.text_only:
             raise UserError(f"--gallery {opts.names} is for --text-only (a dataset's gallery is its set's names)")

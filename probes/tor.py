@@ -20,7 +20,6 @@ from comco.probes import texts
 from comco.probes.retrieval import ORDINALS, cosine, role_retrieval
 from comco.probes.words import first_sentence, mention_sequence
 
-
 GALLERIES = {"names": "bare-name gallery", "template": "template gallery"}
 
 

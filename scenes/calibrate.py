@@ -28,8 +28,8 @@ def measure_fills(object_set: str, resolution: int = 160, turns: int = 5) -> lis
     """Per object: name, fill (median over turns), lowest and highest fill."""
     import bpy
 
-    from comco.plan.camera import silhouette_area
     from comco.plan import PlanConfig, Planner
+    from comco.plan.camera import silhouette_area
     from comco.scenes.instancer import Instancer
     from comco.scenes.measure import build_id_scene, render_ids, scratch_dir
     from comco.scenes.stage import build_stage, reset, set_camera

@@ -6,8 +6,8 @@ import pytest
 
 from comco.errors import UserError
 from comco.manifest import load_object_set
-from comco.plan.captions import load_templates, resolve_articles, size_word, split_sentences
 from comco.plan import PlanConfig, Planner
+from comco.plan.captions import load_templates, resolve_articles, size_word, split_sentences
 
 
 @pytest.mark.parametrize("set_name", ["comco", "simco"])

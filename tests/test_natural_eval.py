@@ -7,12 +7,12 @@ import json
 
 import numpy as np
 import pytest
-from comco.probes.natural.images import header_problem
 from PIL import Image
 from support.natural import brute_force, write_coco, write_docci, write_image
 from typer.testing import CliRunner
 
 from comco.cli.eval import app
+from comco.probes.natural.images import header_problem
 
 MODEL = ["--model", "ViT-S-32", "--pretrained", "none", "--device", "cpu", "--quiet"]
 
@@ -184,8 +184,8 @@ def test_model_that_cannot_load_exits_2(tmp_path):
 
 
 def test_pretrained_pairs_with_models():
-    from comco.models import pair_models as model_specs
     from comco.errors import UserError
+    from comco.models import pair_models as model_specs
 
     specs = model_specs(["ViT-B-16", "ckpt:a.pt"], ["openai"])
     assert [(s.name, s.pretrained) for s in specs] == [("ViT-B-16", "openai"), ("ckpt:a.pt", None)]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from comco.probes.natural.benchmarks import BENCHMARKS, load_benchmark
-from comco.probes.natural.sharegpt4v import load_sharegpt4v
 from support.natural import (
     LONG_CAPTIONS,
     write_coco,
@@ -21,6 +19,8 @@ from support.natural import (
 )
 
 from comco.errors import UserError
+from comco.probes.natural.benchmarks import BENCHMARKS, load_benchmark
+from comco.probes.natural.sharegpt4v import load_sharegpt4v
 
 
 def test_coco_val2017_sorted_by_id_with_all_captions(tmp_path):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.natural import brute_force
+
 from comco.probes.natural.recall import (
     image_to_text_ranks,
     retrieval_recalls,
     select_captions,
     text_to_image_ranks,
 )
-from support.natural import brute_force
 
 
 def planted(rng, n_images, captions_per_image):

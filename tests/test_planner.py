@@ -9,10 +9,10 @@ import pytest
 
 from comco.data.writer import run_plan
 from comco.manifest import load_object_set
+from comco.plan import PlanConfig, Planner
 from comco.plan.camera import Camera
 from comco.plan.draws import OBJECT_RETRIES
 from comco.plan.placement import FILL, boxes_fit
-from comco.plan import PlanConfig, Planner
 from comco.record import SLOTS
 
 

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.probes import SET, FakeEmbedder, planned_data
+
+from comco.plan import PlanConfig, Planner
 from comco.probes import texts
 from comco.probes.ior import i2tor, ior
 from comco.probes.matching import matching, scenario_captions
@@ -16,9 +19,6 @@ from comco.probes.retrieval import role_retrieval
 from comco.probes.stats import accuracy
 from comco.probes.tor import tor_dataset, tor_text_only
 from comco.probes.words import contains_word, mention_sequence
-from support.probes import SET, FakeEmbedder, planned_data
-
-from comco.plan import PlanConfig, Planner
 from comco.record import measured_ranks
 from comco.report.published import published_rows
 

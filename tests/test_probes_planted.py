@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.probes import SET, FakeEmbedder, planned_data
+
 from comco.probes.linear import in_test, ioc, toc
 from comco.probes.words import mention_sequence
-from support.probes import SET, FakeEmbedder, planned_data
 
 NAMES = list(SET.names)
 
@@ -175,8 +176,9 @@ OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
 
 def box_records(tmp_path, resolution, n=6):
     """Records with three non-overlapping boxes (large left, medium and small right) and noise images."""
-    from comco.probes.probe_data import ProbeData
     from PIL import Image
+
+    from comco.probes.probe_data import ProbeData
 
     w, h = resolution
     rng = np.random.default_rng(1)
@@ -210,7 +212,6 @@ def box_records(tmp_path, resolution, n=6):
 ])
 def test_attention_mass_per_size_rank_on_planted_maps(tmp_path, image_size, resize_mode, resolution):
     from comco.probes.attention import attention
-
     from comco.record import measured_ranks
 
     loaded = tiny_vit_model(image_size, resize_mode)

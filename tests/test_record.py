@@ -5,8 +5,16 @@ import copy
 
 from comco.manifest import load_object_set
 from comco.plan import PlanConfig, Planner
-from comco.record import (OBJECT_KEYS, ObjectEntry, SceneRecord, SingleRecord, check_record, largest,
-                          measured_ranks, object_names)
+from comco.record import (
+    OBJECT_KEYS,
+    ObjectEntry,
+    SceneRecord,
+    SingleRecord,
+    check_record,
+    largest,
+    measured_ranks,
+    object_names,
+)
 
 
 def planner(**kw):

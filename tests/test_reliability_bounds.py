@@ -31,8 +31,8 @@ def test_plan_bounds_are_refused_before_planning(changes, words):
 
 
 def test_the_largest_allowed_values_still_plan():
-    from comco.plan import Planner
     from comco.manifest import load_object_set
+    from comco.plan import Planner
 
     planner = Planner(_plan_config(objects=(5,), orders=120, seed=2**63 - 1), load_object_set("simco"))
     rec = planner.plan(0)

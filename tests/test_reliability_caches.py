@@ -77,7 +77,7 @@ def test_a_probe_killed_while_writing_leaves_nothing_the_loader_reads(tmp_path):
 
 @pytest.mark.parametrize("damage", ["old-temp-name", "truncated", "garbage", "empty", "wrong-arrays"])
 def test_a_broken_cache_entry_is_a_miss_and_is_written_again(tmp_path, damage):
-    from comco.probes.embed import EmbeddingCache, Embedder
+    from comco.probes.embed import Embedder, EmbeddingCache
 
     cache = tmp_path / "cache"
     first = Embedder(TinyModel(), cache_dir=cache).texts(TEXTS)
@@ -132,7 +132,7 @@ def test_images_rendered_again_in_place_are_not_served_from_the_old_cache(tmp_pa
 def test_stale_vectors_of_another_width_are_encoded_again(tmp_path):
     """Shards of another width under this model's identity (stale entries, fewer rows than the
     model's own) are never mixed with its vectors, even when they sort first."""
-    from comco.probes.embed import EmbeddingCache, Embedder, text_key
+    from comco.probes.embed import Embedder, EmbeddingCache, text_key
 
     cache = tmp_path / "cache"
     first = Embedder(TinyModel(), cache_dir=cache).texts(TEXTS)

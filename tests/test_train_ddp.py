@@ -23,6 +23,7 @@ def _free_port() -> int:
 
 def _worker(rank: int, world: int, port: int, data: str, out: str) -> None:
     import torch.distributed as dist
+
     from comco.train.run import run_training
 
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),

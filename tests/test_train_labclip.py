@@ -8,10 +8,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from support.train import make_dataset, make_tiny_checkpoint, tiny_clip_cfg
+
 from comco.train.labclip import LabclipTask, binding_accuracy  # noqa: E402
 from comco.train.negatives import swap_words  # noqa: E402
 from comco.train.run import make_config, run_training  # noqa: E402
-from support.train import make_dataset, make_tiny_checkpoint, tiny_clip_cfg
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("single_thread")]
 

@@ -6,10 +6,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from comco.train.run import make_config, run_training  # noqa: E402
 from support.train import make_tiny_checkpoint, write_jsonl
 
 from comco.errors import UserError  # noqa: E402
+from comco.train.run import make_config, run_training  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("single_thread")]
 

@@ -6,10 +6,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from comco.train.run import run_training  # noqa: E402
 from support.train import scratch_config
 
 from comco.errors import UserError  # noqa: E402
+from comco.train.run import run_training  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("single_thread")]
 

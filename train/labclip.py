@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from comco.io import atomic_write, write_json
 from comco.errors import UserError
+from comco.io import atomic_write, write_json
 from comco.train import distributed
 from comco.train.config import TrainConfig
 from comco.train.data import TrainData

@@ -15,8 +15,7 @@ from comco.train.data import TrainData
 from comco.train.images import FileImages, MicroBatches, iterate
 from comco.train.init_model import model_spec_for
 from comco.train.losses import long_short_loss
-from comco.train.samplers import (ShortCaptionSampler, draw_pad_counts, move_padding, sample_rng,
-                                  _SALT_PAD, _SALT_TEXT)
+from comco.train.samplers import _SALT_PAD, _SALT_TEXT, ShortCaptionSampler, draw_pad_counts, move_padding, sample_rng
 from comco.train.stretch import stretch_text_positions
 from comco.train.task import decay_groups
 

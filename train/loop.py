@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from comco.io import write_json, write_text
 from comco.errors import UserError
+from comco.io import write_json, write_text
 from comco.progress import progress
 from comco.train import distributed
 from comco.train.config import TrainConfig, differing_fields

@@ -51,8 +51,9 @@ def short_templates(path) -> list[str]:
 
 
 def build_task(cfg: TrainConfig):
-    from comco.train.data import is_comco_dataset, load_training_data
     from pathlib import Path
+
+    from comco.train.data import is_comco_dataset, load_training_data
 
     if cfg.kind == "scratch":
         from comco.train.scratch import ScratchTask

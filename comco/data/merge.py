@@ -11,10 +11,19 @@ import os
 import shutil
 from pathlib import Path
 
-from comco.data.folder import (FAILURES, INFO, METADATA, SCENES, SINGLES, config_hash, metadata_rows, read_info,
-                               safe_image_path)
-from comco.io import read_jsonl, write_json, write_jsonl
+from comco.data.folder import (
+    FAILURES,
+    INFO,
+    METADATA,
+    SCENES,
+    SINGLES,
+    config_hash,
+    metadata_rows,
+    read_info,
+    safe_image_path,
+)
 from comco.errors import UserError
+from comco.io import read_jsonl, write_json, write_jsonl
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

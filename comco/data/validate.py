@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from comco.data.folder import (INFO, SCENES, SINGLES, config_hash, describe_ids, expected_ids, object_set_source,
-                               safe_image_path)
-from comco.io import read_jsonl
+from comco.data.folder import (
+    INFO,
+    SCENES,
+    SINGLES,
+    config_hash,
+    describe_ids,
+    expected_ids,
+    object_set_source,
+    safe_image_path,
+)
 from comco.errors import UserError
+from comco.io import read_jsonl
 from comco.record import check_record as record_problems
 
 REPLAN_SHOWN = 20  # records whose planned content differs, named one by one

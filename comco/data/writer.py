@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from comco.data.folder import INFO, SCENES, SINGLES, check_writable, make_info, prepare_out
-from comco.io import atomic_write, dumps, write_json, write_jsonl
 from comco.errors import UserError
+from comco.io import atomic_write, dumps, write_json, write_jsonl
 from comco.manifest import load_object_set
 from comco.plan import PlanConfig, Planner
 from comco.progress import progress

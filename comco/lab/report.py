@@ -19,8 +19,7 @@ import numpy as np
 
 from comco import __version__
 from comco.io import write_json, write_text
-from comco.report import Doc
-from comco.report import error_bars, interval_bars, pyplot, save
+from comco.report import Doc, error_bars, interval_bars, pyplot, save
 
 FIGURES = "figures"
 # two-sided 95 % Student t quantiles by degrees of freedom

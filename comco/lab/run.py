@@ -24,8 +24,8 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
-from comco.io import write_json, write_text
 from comco.errors import UserError
+from comco.io import write_json, write_text
 from comco.lab.graph import Stage, build_stages
 from comco.lab.recipe import Recipe
 

@@ -26,13 +26,13 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from comco.data.folder import FAILURES, INFO, METADATA, SCENES, SINGLES, check_writable, metadata_rows, prepare_out
-from comco.io import dumps, write_json, write_jsonl
-from comco.errors import UserError
 from comco.data.validate import image_problem
-from comco.record import PRESETS
 from comco.data.writer import dataset_info, make_planner
+from comco.errors import UserError
+from comco.io import dumps, write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
 from comco.progress import progress
+from comco.record import PRESETS
 from comco.render.checks import check_rendered
 
 JOURNAL = "journal.jsonl"

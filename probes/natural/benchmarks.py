@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Callable
 
 from comco.errors import UserError
-from comco.probes.natural import comco as natural_comco, long as natural_long, short as natural_short
+from comco.probes.natural import comco as natural_comco
+from comco.probes.natural import long as natural_long
+from comco.probes.natural import short as natural_short
 from comco.probes.natural.split import NaturalSplit
 
 

@@ -21,7 +21,11 @@ from pathlib import Path
 
 from comco.errors import UserError
 from comco.probes.natural.split import (
-    NaturalSplit, field_of, read_json, require_dir, require_file,
+    NaturalSplit,
+    field_of,
+    read_json,
+    require_dir,
+    require_file,
 )
 
 URBAN1K_LAYOUT = "ROOT/image/*.jpg and ROOT/caption/*.txt (one caption file per image, same name)"

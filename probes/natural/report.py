@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from comco.io import write_text
+from comco.probes.natural.analyses import ANALYSES
 from comco.report.plots import pyplot, save
 from comco.report.tables import csv_text, interval, markdown_table, pct
-from comco.probes.natural.analyses import ANALYSES
 
 MEASURED = "measured"
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from comco import GENERATOR
+from comco.errors import UserError
 from comco.probes.natural.analyses import ANALYSES
 from comco.probes.natural.benchmarks import get_benchmark, load_benchmark
 from comco.probes.natural.evaluate import evaluate_analyses, evaluate_retrieval
 from comco.probes.natural.images import drop_unreadable_headers
 from comco.probes.natural.recall import PROTOCOLS
 from comco.probes.natural.report import write_analyses_report, write_retrieval_report
-
-from comco import GENERATOR
-from comco.errors import UserError
 from comco.report import published as reference
 
 

@@ -15,7 +15,11 @@ from pathlib import Path
 
 from comco.errors import UserError
 from comco.probes.natural.split import (
-    NaturalSplit, field_of, first_existing, read_json, require_file,
+    NaturalSplit,
+    field_of,
+    first_existing,
+    read_json,
+    require_file,
 )
 
 COCO_LAYOUT = "ROOT/annotations/captions_val2017.json (or ROOT/captions_val2017.json) and ROOT/val2017/*.jpg"

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import typer
-from comco.probes.probe_data import ProbeData
 from typer.testing import CliRunner
 
 from comco.cli.probe import probe
@@ -17,8 +16,9 @@ from comco.data.folder import INFO, SCENES, SINGLES
 from comco.data.writer import run_plan
 from comco.io import read_jsonl, write_json, write_jsonl
 from comco.manifest import load_object_set
-from comco.plan.camera import Camera
 from comco.plan import PlanConfig, Planner
+from comco.plan.camera import Camera
+from comco.probes.probe_data import ProbeData
 
 TINY_CFG = {
     "embed_dim": 16,

@@ -7,11 +7,11 @@ import json
 import math
 from pathlib import Path
 
-from comco.train.run import make_config  # noqa: E402
 from PIL import Image, ImageDraw
 
 from comco.data.folder import Dataset
 from comco.plan.camera import Camera
+from comco.train.run import make_config  # noqa: E402
 
 PALETTE = {"gray": (86, 86, 86), "red": (173, 33, 33), "blue": (41, 74, 214), "green": (28, 105, 20),
            "brown": (130, 74, 26), "purple": (130, 38, 191), "cyan": (41, 209, 209), "yellow": (255, 237, 51)}
