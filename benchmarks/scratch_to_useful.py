@@ -19,7 +19,8 @@ TOR (1st mention), IOR and I2TOR (largest object) with 95 % intervals against ch
 IOR interval lies above chance, and the first where every I2TOR one does. TOR (text vs
 text) and IOR (image vs image) are uni-modal, so even random towers can beat chance
 (shared tokens, shared pixels: step 0 shows how far); I2TOR (image vs name texts) needs
-the two towers aligned, which only training does. Wall times are of the training processes only (rendering and probing are
+the two towers aligned, which only training does. Wall times are of the training processes only
+(rendering and probing are
 reported apart); each segment's process start is included, so "steps only" is also shown.
 Torch runs with --threads threads (OMP_NUM_THREADS) in every process: on a shared
 2-core machine, 2 spinning threads next to another job are many times slower than 1.

@@ -71,8 +71,10 @@ def sampler_costs(data: Path, out: Path, steps: int, device: str) -> dict:
         for kind, (task, trainer, iterator) in runs.items():
             result[kind]["text"].append(text_side(task, batches, repeats=1))
             result[kind]["step"].append(trainer.train_step(iterator)["step_s"])
-    return {kind: {"text_ms": 1000 * statistics.median(r["text"][2:]), "step_ms": 1000 * statistics.median(r["step"][2:])}
-            for kind, r in result.items()}
+    return {
+        kind: {"text_ms": 1000 * statistics.median(r["text"][2:]), "step_ms": 1000 * statistics.median(r["step"][2:])}
+        for kind, r in result.items()
+    }
 
 
 def main() -> None:

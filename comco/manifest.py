@@ -152,8 +152,10 @@ def resolve_set_dir(name_or_path: str | Path) -> Path:
     if (path / MANIFEST_NAME).is_file():
         return path.resolve()
     if path.is_dir():
-        raise UserError(f"{path} has no {MANIFEST_NAME}; an object-set folder needs one (see README 'Add your own object set')")
-    raise UserError(f"unknown object set '{text}': use one of {', '.join(builtin_sets())} or a folder with {MANIFEST_NAME}")
+        raise UserError(f"{path} has no {MANIFEST_NAME}; an object-set folder needs one "
+                        "(see README 'Add your own object set')")
+    raise UserError(f"unknown object set '{text}': use one of {', '.join(builtin_sets())} "
+                    f"or a folder with {MANIFEST_NAME}")
 
 
 def load_object_set(name_or_path: str | Path) -> ObjectSet:

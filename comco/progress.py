@@ -71,13 +71,16 @@ def progress(total: int, label: str, unit: str = "images", quiet: bool = False, 
 
 
 @contextmanager
-def progress_group(quiet: bool = False, unit: str = "items") -> Iterator[Callable[[str, int], Callable[[int], None]] | None]:
+def progress_group(
+    quiet: bool = False, unit: str = "items"
+) -> Iterator[Callable[[str, int], Callable[[int], None]] | None]:
     """One display for a run of several jobs (a probe's embedding passes): yields
     `start(label, total) -> advance(n)`, or None when quiet."""
     if quiet:
         yield None
         return
     with _display() as display:
+
         def start(label: str, total: int) -> Callable[[int], None]:
             return Bar(display, display.add_task(label, total=total, rate="", note=""), unit).advance
 

@@ -162,7 +162,8 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
                     results["skipped"][f"{probe} ({label})"] = "not an open_clip ViT with a class token"
                 for key, groups in out.items():
                     results["probes"].setdefault(key, {})[label] = groups
-        results["models"].append({"label": label, "name": ref.name, "pretrained": ref.pretrained, "identity": loaded.identity,
+        results["models"].append({"label": label, "name": ref.name, "pretrained": ref.pretrained,
+                                  "identity": loaded.identity,
                                   "context_length": loaded.context_length, "seconds": time.perf_counter() - t0,
                                   "cache": dict(emb.stats)})
     return results

@@ -32,7 +32,8 @@ def check_set(set_name: str) -> list[dict]:
             else:
                 off = max(abs(d - m) / m for d, m in zip(dims, spec.dimensions_m))
                 if off > 0.1:
-                    problem = f"{spec.name} ({spec.source}): measures {_fmt(dims)}, manifest says {_fmt(spec.dimensions_m)}"
+                    problem = (f"{spec.name} ({spec.source}): measures {_fmt(dims)}, "
+                               f"manifest says {_fmt(spec.dimensions_m)}")
         except ObjectBuildError as exc:
             dims, faces, problem = (0.0, 0.0, 0.0), 0, str(exc)
         rows.append({"name": spec.name, "seconds": round(time.perf_counter() - t0, 4), "faces": faces,

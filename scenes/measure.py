@@ -77,7 +77,7 @@ def measure(scene: bpy.types.Scene, live: list[bpy.types.Object], workdir: str) 
         ys, xs = np.nonzero(labels == i + 1)
         boxes.append(None if len(xs) == 0 else [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1])
     out = []
-    for i, ob in enumerate(live):
+    for i in range(len(live)):
         pixels = int(counts[i + 1])
         visible = 1.0
         if boxes[i] is not None and _touches_other(i, boxes):

@@ -69,7 +69,9 @@ def _import(src: Path, spec) -> bpy.types.Object:
         else:
             raise ObjectBuildError(f"{spec.name}: {src.name} has an unsupported type")
     except RuntimeError as exc:
-        raise ObjectBuildError(f"{spec.name}: {src.name} could not be read ({str(exc).strip().splitlines()[-1]})") from None
+        raise ObjectBuildError(
+            f"{spec.name}: {src.name} could not be read ({str(exc).strip().splitlines()[-1]})"
+        ) from None
     new = [o for o in bpy.data.objects if o not in before]
     meshes = [o for o in new if o.type == "MESH" and len(o.data.vertices) > 0]
     if not meshes:
@@ -100,8 +102,10 @@ def _normalize(meshes: list, spec, src: Path) -> bpy.types.Object:
         raise ObjectBuildError(f"{spec.name}: {src.name} has zero size")
     k = spec.longest_m / size
     if not 1e-4 <= k <= 1e4:
-        raise ObjectBuildError(f"{spec.name}: {src.name} measures {size:.4g} units for a {spec.longest_m:g} m object; "
-                               f"fix the mesh's units or its manifest size")
+        raise ObjectBuildError(
+            f"{spec.name}: {src.name} measures {size:.4g} units for a {spec.longest_m:g} m object; "
+            f"fix the mesh's units or its manifest size"
+        )
     joined.data.transform(__import__("mathutils").Matrix.Scale(k, 4))
     return joined
 

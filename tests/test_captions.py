@@ -107,7 +107,9 @@ def test_memoised_captions_equal_the_plain_template_functions(tmp_path, colors):
     # An untidy user template (double spaces, a leading space, a tab) takes the slow path.
     odd = tmp_path / "odd.toml"
     odd.write_text('[odd]\nobject = " {a}  {name}"\njoin = "  +\\t"\ncaption = " look: {objects} "\n', encoding="utf-8")
-    planner = Planner(PlanConfig(n=60, objects=(1, 2, 3, 5), colors=colors, templates=str(odd)), load_object_set("comco"))
+    planner = Planner(
+        PlanConfig(n=60, objects=(1, 2, 3, 5), colors=colors, templates=str(odd)), load_object_set("comco")
+    )
     for rec in planner.records():
         variants = [7, 8, 9, 10, 11]
         got = planner.captioner.for_record(rec, variants)

@@ -33,7 +33,9 @@ def imported(tree: ast.AST, package: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             if not base.startswith("comco"):
                 continue
             out.add(base)
@@ -60,8 +62,11 @@ def closure(start: set[str]) -> set[Path]:
         if name in seen:
             continue
         seen.add(name)
-        todo += [t for t in door_targets(name) if t not in seen] if module_file(name) and \
-            module_file(name).name == "__init__.py" else []
+        todo += (
+            [t for t in door_targets(name) if t not in seen]
+            if module_file(name) and module_file(name).name == "__init__.py"
+            else []
+        )
         path = module_file(name)
         if path is None:
             continue

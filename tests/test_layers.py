@@ -104,7 +104,7 @@ def test_the_table_covers_every_module():
 def test_module_imports_only_what_its_layer_may(module, path):
     me = layer_of(module)
     bad = []
-    for target, name, in_function in imports(path, module):
+    for target, _name, in_function in imports(path, module):
         top = target.split(".")[0]
         if top == "comco":
             them = layer_of(target)

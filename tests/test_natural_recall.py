@@ -22,7 +22,7 @@ def planted(rng, n_images, captions_per_image):
     captions = [tuple(f"img{i} cap{j}" for j in range(n)) for i, n in enumerate(captions_per_image)]
     texts = {}
     for i, caps in enumerate(captions):
-        for j, cap in enumerate(caps):
+        for cap in caps:
             v = images[i] + rng.normal(scale=1.2, size=dim)
             texts[cap] = v / np.linalg.norm(v)
     images[3] = images[2]  # two identical images: ties that must count against the model

@@ -68,7 +68,8 @@ def test_tor_first_mentioned_always_wins():
         uncond = {s["role"]: s["acc"] for s in g["metrics"]["unconditional"]}
         assert cond == {"1st": 1.0, "2nd": 0.0, "3rd": 0.0, "4th": 0.0}
         assert uncond["1st"] == 1.0
-        assert g["metrics"]["unconditional"][0]["n"] == g["queries"] == sum(len(r["mention_orders"]) for r in data.records)
+        n_orders = sum(len(r["mention_orders"]) for r in data.records)
+        assert g["metrics"]["unconditional"][0]["n"] == g["queries"] == n_orders
 
 
 def test_tor_last_mentioned_wins_is_seen_as_last():

@@ -56,7 +56,10 @@ EDITS = {
     "spec of text": (lambda c: c["model_spec"].update(open_clip_cfg="ViT"), "model_spec"),
     "no tensors": (lambda c: c.pop("state_dict"), "state_dict"),
     "a tensor missing": (lambda c: c["state_dict"].pop("visual.conv1.weight"), "visual.conv1.weight missing"),
-    "a tensor reshaped": (lambda c: c["state_dict"].update({"visual.conv1.weight": torch.zeros(3)}), "visual.conv1.weight"),
+    "a tensor reshaped": (
+        lambda c: c["state_dict"].update({"visual.conv1.weight": torch.zeros(3)}),
+        "visual.conv1.weight",
+    ),
     "an unknown config key": (lambda c: _cfg(c)["vision_cfg"].update(bogus=1), "does not build"),
     "another architecture's name": (lambda c: c.update(model_spec={"open_clip_name": "ViT-S-32"}), "tensors"),
 }

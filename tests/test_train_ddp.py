@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support.train import scratch_config
+from support.train import scratch_config  # noqa: E402
 
 from comco.models.factory import load_checkpoint  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support.train import make_dataset, make_tiny_checkpoint, tiny_clip_cfg
+from support.train import make_dataset, make_tiny_checkpoint, tiny_clip_cfg  # noqa: E402
 
 from comco.train.labclip import LabclipTask, binding_accuracy  # noqa: E402
 from comco.train.negatives import swap_words  # noqa: E402

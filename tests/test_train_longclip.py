@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support.train import make_tiny_checkpoint, write_jsonl
+from support.train import make_tiny_checkpoint, write_jsonl  # noqa: E402
 
 from comco.errors import UserError  # noqa: E402
 from comco.train.run import make_config, run_training  # noqa: E402

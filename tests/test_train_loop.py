@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support.train import scratch_config
+from support.train import scratch_config  # noqa: E402
 
 from comco.errors import UserError  # noqa: E402
 from comco.train.run import run_training  # noqa: E402

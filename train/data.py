@@ -58,7 +58,8 @@ def load_comco(root: Path, templates: list[str], *, negatives: str | None = None
         have = ", ".join(sorted(seen)) or "none"
         raise UserError(
             f"{root}: no record has captions of template {wanted} (it has: {have}); "
-            f"plan and render the dataset with --captions {','.join(templates + ([negatives.removesuffix('_swapped')] if negatives else []))}"
+            f"plan and render the dataset with --captions "
+            f"{','.join(templates + ([negatives.removesuffix('_swapped')] if negatives else []))}"
         )
     return TrainData(samples, "comco", f"comco dataset {root} ({len(samples)} images, {wanted})")
 

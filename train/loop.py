@@ -211,8 +211,10 @@ class Trainer:
         last: dict = {}
         show = distributed.is_main() and not self.cfg.quiet
         try:
-            with progress(self.total_steps, f"train {self.cfg.kind}", "steps", quiet=not show, start=self.step) as bar, \
-                    open(metrics_path, "a") if distributed.is_main() else contextlib.nullcontext() as log:
+            with (
+                progress(self.total_steps, f"train {self.cfg.kind}", "steps", quiet=not show, start=self.step) as bar,
+                open(metrics_path, "a") if distributed.is_main() else contextlib.nullcontext() as log,
+            ):
                 while self.step < stop:
                     last = self.train_step(batches)
                     if log is not None and (self.step % self.cfg.log_every == 0 or self.step == stop):
@@ -223,7 +225,9 @@ class Trainer:
                         self.save(CHECKPOINT_NAME)
         except KeyboardInterrupt:
             self.save(CHECKPOINT_NAME)
-            raise UserError(f"interrupted at step {self.step}; continue with --resume {self.out / CHECKPOINT_NAME}") from None
+            raise UserError(
+                f"interrupted at step {self.step}; continue with --resume {self.out / CHECKPOINT_NAME}"
+            ) from None
         finally:
             _close(batches)
         summary = {"step": self.step, "total_steps": self.total_steps, "last": last}

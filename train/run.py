@@ -58,7 +58,9 @@ def build_task(cfg: TrainConfig):
     if cfg.kind == "scratch":
         from comco.train.scratch import ScratchTask
 
-        templates = cfg.options.get("captions") or (short_templates(cfg.data) if is_comco_dataset(Path(cfg.data)) else [])
+        templates = cfg.options.get("captions") or (
+            short_templates(cfg.data) if is_comco_dataset(Path(cfg.data)) else []
+        )
         data = load_training_data(cfg.data, templates=templates, image_root=cfg.image_root)
         return ScratchTask(data, cfg)
 
@@ -76,8 +78,9 @@ def build_task(cfg: TrainConfig):
 
     from comco.train.labclip import LabclipTask
 
-    data = load_training_data(cfg.data, templates=["attributes"], image_root=cfg.image_root,
-                              negatives="attributes_swapped")
+    data = load_training_data(
+        cfg.data, templates=["attributes"], image_root=cfg.image_root, negatives="attributes_swapped"
+    )
     from comco.train.loop import resolve_device
 
     # the frozen model only embeds the data once: do that on the training device

@@ -344,7 +344,7 @@ def main() -> None:
     except (KeyboardInterrupt, SystemExit, typer.Abort) as exc:
         # click turns Ctrl-C into Abort (and typer, in a command, into exit 130): the cause says which
         if isinstance(exc, typer.Abort) and isinstance(exc.__cause__, EOFError):
-            raise exc.__cause__  # typer turns any EOFError into Abort: an internal error, keep its traceback
+            raise exc.__cause__ from None  # typer turns any EOFError into Abort: an internal error, keep its traceback
         if not _interrupted(exc):
             if isinstance(exc, typer.Abort):
                 typer.echo("comco: aborted", err=True)

@@ -168,7 +168,8 @@ def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: in
     for p in (ps[0], ps[-1]) if ps else ():
         f = variants[p] / "scenes.jsonl"
         if f.is_file():
-            by_id = {json.loads(l)["id"]: json.loads(l) for l in f.read_text(encoding="utf-8").splitlines() if l}
+            by_id = {json.loads(line)["id"]: json.loads(line)
+                     for line in f.read_text(encoding="utf-8").splitlines() if line}
             caps[p] = {i: by_id[i]["captions"].get("and", [""])[0] for i in by_id}
     plt = pyplot()
     cols = min(4, len(picks))
@@ -203,7 +204,8 @@ def dose_plot(path: Path, title: str, ps: list[float], series: dict[str, list[di
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     for j, (label, stats) in enumerate(series.items()):
         y, lo, hi = ([np.nan if s.get(k) is None else 100 * s[k] for s in stats] for k in ("mean", "lo", "hi"))
-        ax.errorbar(np.array(ps) + 0.006 * (j - len(series) / 2), y, yerr=error_bars(y, lo, hi), marker="o", capsize=3, label=label)
+        ax.errorbar(np.array(ps) + 0.006 * (j - len(series) / 2), y, yerr=error_bars(y, lo, hi), marker="o",
+                    capsize=3, label=label)
     if chance is not None:
         ax.axhline(100 * chance, color="k", linestyle="--", linewidth=1, label="chance (uniform)")
     ax.set_xlabel("order bias p of the training captions (P[largest object named first])")
@@ -634,7 +636,8 @@ def _what_was_run(doc, out: Path, recipe: dict, stages: list, info: dict) -> Non
     doc.p(f"Recipe `{recipe['name']}` at scale `{recipe['scale']}` (the file is copied to `recipe.toml`); "
           f"comco {__version__}, Python {platform.python_version()}, "
           + ", ".join(f"{k} {v}" for k, v in versions.items()) + f"; {platform.platform()}.")
-    doc.p(f"Stages: {', '.join(recipe['stages'])}. Order bias p: {', '.join(f'{p:g}' for p in s['data']['order_bias'])}. "
+    doc.p(f"Stages: {', '.join(recipe['stages'])}. "
+          f"Order bias p: {', '.join(f'{p:g}' for p in s['data']['order_bias'])}. "
           f"Training seeds: {', '.join(map(str, s['scratch']['seeds']))}; data seed {s['data']['seed']}, test seed "
           f"{s['data']['test_seed']}; probe/bootstrap seed {s['probe']['seed']} ({s['probe']['bootstrap']} resamples). "
           f"Renders: preset `{s['render']['preset']}`, {s['render']['resolution']} px. Scratch CLIP: width "

@@ -146,7 +146,8 @@ def _lock(out: Path):
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         handle.close()
-        raise UserError(f"--out {out} is in use by another `comco lab run`; wait for it or choose another --out") from None
+        raise UserError(f"--out {out} is in use by another `comco lab run`; "
+                        "wait for it or choose another --out") from None
     return handle
 
 

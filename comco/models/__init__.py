@@ -5,6 +5,7 @@ from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
     "LoadedModel": "factory", "load_model": "factory", "list_models": "factory",
-    "ModelRef": "ref", "pair_models": "ref", "save_checkpoint": "factory", "load_checkpoint": "factory", "build_open_clip": "factory", "check_device": "factory",
+    "ModelRef": "ref", "pair_models": "ref", "save_checkpoint": "factory", "load_checkpoint": "factory",
+    "build_open_clip": "factory", "check_device": "factory",
     "default_device": "factory",
 })

@@ -169,7 +169,8 @@ def _load_open_clip(name: str, pretrained: str | None, device: str) -> LoadedMod
                                 f"pass the matching --model or --pretrained none") from None
             if isinstance(exc, OSError):  # an hf text tower config that cannot be fetched
                 raise UserError(f"{name} needs files from the Hugging Face hub that are not on disk "
-                                f"({exc.__class__.__name__}); use another model or copy them into the HF cache") from None
+                                f"({exc.__class__.__name__}); use another model or copy them into the HF cache"
+                                ) from None
             raise
     try:
         tokenizer = open_clip.get_tokenizer(name)
@@ -519,7 +520,8 @@ def _matches_tensors(path: Path, ckpt: dict) -> None:
     want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     have = {k: tuple(v.shape) for k, v in ckpt["state_dict"].items()}
     problems = [f"{k} missing" for k in want if k not in have]
-    problems += [f"{k} is {list(have[k])}, the spec needs {list(want[k])}" for k in want if k in have and have[k] != want[k]]
+    problems += [f"{k} is {list(have[k])}, the spec needs {list(want[k])}"
+                 for k in want if k in have and have[k] != want[k]]
     problems += [f"{k} is not in the spec" for k in have if k not in want]
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -539,7 +541,8 @@ def _load_ckpt(path: Path, device: str) -> LoadedModel:
     try:
         model.load_state_dict(ckpt["state_dict"])
     except RuntimeError as exc:
-        raise UserError(f"{path}: damaged comco checkpoint: {str(exc).strip().splitlines()[-1].strip()[:160]}") from None
+        last = str(exc).strip().splitlines()[-1].strip()[:160]
+        raise UserError(f"{path}: damaged comco checkpoint: {last}") from None
     model.to(device)
     size = model.visual.image_size
     pre = ckpt["model_spec"].get("preprocess", {})

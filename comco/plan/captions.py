@@ -137,7 +137,8 @@ def _parse_template(name: str, raw: dict, where: str = "templates") -> Template:
     allowed = LONG_KEYS if kind == "long" else LIST_KEYS
     unknown = sorted(set(raw) - allowed - {"kind"})
     if unknown:
-        raise UserError(f"{where}: template '{name}': unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
+        raise UserError(f"{where}: template '{name}': unknown key '{unknown[0]}' "
+                        f"(allowed: {', '.join(sorted(allowed))})")
     for key in ("object", "join", "caption"):
         if key not in raw:
             raise UserError(f"{where}: template '{name}': missing '{key}'")

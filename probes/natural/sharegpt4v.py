@@ -1,4 +1,5 @@
-"""ShareGPT4V, the one reader of its JSON (comco.train.data trains from it): (image path, long caption) pairs from its LLaVA-style JSON.
+"""ShareGPT4V, the one reader of its JSON (comco.train.data trains from it): (image path,
+long caption) pairs from its LLaVA-style JSON.
 
 The file (e.g. `share-captioner_coco_lcs_sam_1246k_1107.json`) is a list of
 `{"id", "image": "coco/train2017/....jpg", "conversations": [{"from": "human", ...},
@@ -15,8 +16,10 @@ from pathlib import Path
 from comco.errors import UserError
 from comco.probes.natural.split import ImageCaptions, NaturalSplit, field_of, read_json, require_file
 
-SHAREGPT4V_LAYOUT = ("a JSON list of {image, conversations: [{from: human, value}, {from: gpt, value}]}, "
-                     "image paths relative to IMAGE_ROOT")
+SHAREGPT4V_LAYOUT = (
+    "a JSON list of {image, conversations: [{from: human, value}, {from: gpt, value}]}, "
+    "image paths relative to IMAGE_ROOT"
+)
 
 
 def _caption(entry: dict, path: Path) -> str:
@@ -48,4 +51,3 @@ def load_sharegpt4v(json_path: Path, image_root: Path, check_images: bool = True
         else:
             pairs.skip("no_caption", image.name)
     return pairs
-

@@ -381,7 +381,9 @@ def pizza(ctx):
     ctx.torus(R - 0.012, 0.0115, (0, 0, 0.0095), crust, segments=56, ring_segments=10,
               arc=a1 - a0, rotation=(0, 0, a0))
     prism(ctx, sector(R - 0.02, a0 + 0.01, a1 - 0.01, 56), 0.009, 0.0115, sauce)
-    wob = lambda a: 0.004 * math.sin(7 * a) + 0.003 * math.sin(13 * a + 1.0)
+    def wob(a):
+        return 0.004 * math.sin(7 * a) + 0.003 * math.sin(13 * a + 1.0)
+
     prism(ctx, sector(R - 0.03, a0 + 0.03, a1 - 0.03, 72, noise=wob), 0.0115, 0.0135, cheese)
 
     def inside(x, y, margin):

@@ -112,7 +112,7 @@ def _clip_convex(poly, clip):
         if not inp:
             break
 
-        def side(p):
+        def side(p, a=a, b=b):  # this edge's line
             return (b[0] - a[0]) * (p[1] - a[1]) - (b[1] - a[1]) * (p[0] - a[0])
 
         for j in range(len(inp)):
@@ -612,7 +612,7 @@ def scissors(ctx):
         rot = -side * ang
         c, s = math.cos(rot), math.sin(rot)
 
-        def place(p):
+        def place(p, c=c, s=s):  # this blade's turn
             x, y = p
             return (pivot.x + x * c - y * s, pivot.y + x * s + y * c)
 

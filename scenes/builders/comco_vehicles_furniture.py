@@ -296,7 +296,8 @@ def airplane(ctx):
                       for i in range(n)])
     ctx.skin(rings, white)
     # cockpit windows
-    slab(ctx, [(-1.0, -17.6, 4.9), (1.0, -17.6, 4.9), (0.85, -16.6, 5.5), (-0.85, -16.6, 5.5)], 0.08, glass, out=(0, -1, 1))
+    slab(ctx, [(-1.0, -17.6, 4.9), (1.0, -17.6, 4.9), (0.85, -16.6, 5.5), (-0.85, -16.6, 5.5)], 0.08, glass,
+         out=(0, -1, 1))
     # wings (swept), one prism each side, plus blue fin and stabilisers
     for sx in (-1, 1):
         wing = [(0, -3.5), (0, 4.5), (sx * 18.0, 8.0), (sx * 18.0, 5.8)]
@@ -568,7 +569,9 @@ def surfboard(ctx):
     th = interp([(-L, 0.01), (-0.8, 0.035), (0.0, 0.05), (0.8, 0.035), (L, 0.02)])
     board(ctx, -L, L, 36, hw, zb, th, top)
     # stripes proud of the deck: a long centre band plus two cross bands
-    top_z = lambda y: zb(y) + th(y)
+    def top_z(y):
+        return zb(y) + th(y)
+
     board(ctx, -0.95, 0.98, 30, lambda y: 0.045, top_z, lambda y: 0.0015, stripe, round_edge=False)
     board(ctx, -0.97, 1.0, 30, lambda y: 0.008, lambda y: top_z(y) + 0.0015, lambda y: 0.001, white, round_edge=False)
     for yc in (-0.6,):
@@ -590,7 +593,7 @@ def bench(ctx):
     for y in (-0.24, -0.13, -0.02, 0.09):
         ctx.box((1.8, 0.09, 0.035), (0, y, 0.44), wood, bevel=0.008)
     tilt = math.radians(-15)
-    for k, z in enumerate((0.56, 0.67, 0.78)):
+    for z in (0.56, 0.67, 0.78):
         ctx.box((1.8, 0.025, 0.08), (0, 0.2 + (z - 0.56) * 0.27, z), wood, rotation=(tilt, 0, 0), bevel=0.006)
     for x in (-0.8, 0.0, 0.8):
         arm = abs(x) > 0.1
@@ -749,7 +752,8 @@ def sink(ctx):
     hot = ctx.material("hot", (0.8, 0.1, 0.1), look="plastic")
     cold = ctx.material("cold", (0.1, 0.3, 0.85), look="plastic")
     ctx.skin([at_height(ellipse(rx, ry, 20, cy=cy), z) for rx, ry, cy, z in
-              ((0.13, 0.1, 0.06, 0.0), (0.09, 0.07, 0.06, 0.25), (0.09, 0.07, 0.06, 0.5), (0.14, 0.1, 0.04, 0.7))], china)
+              ((0.13, 0.1, 0.06, 0.0), (0.09, 0.07, 0.06, 0.25), (0.09, 0.07, 0.06, 0.5), (0.14, 0.1, 0.04,
+                                                                                           0.7))], china)
     rings = [at_height(rounded_rect(hx, hy, r), z) for hx, hy, r, z in
              ((0.26, 0.19, 0.1, 0.66), (0.3, 0.225, 0.12, 0.78), (0.3, 0.225, 0.12, 0.84))]
     ctx.skin(rings, china)

@@ -272,7 +272,8 @@ def _heart_outline(d: float, n: int = 36, k: int = 6) -> list[tuple[float, float
     pts += [(a + r * math.cos(th_t + (th_f - th_t) * i / n), zc + r * math.sin(th_t + (th_f - th_t) * i / n))
             for i in range(n + 1)]
     f0 = th_f - math.pi
-    pts += [((e + d) * math.cos(f0 + (-math.pi / 2 - f0) * i / k), fz + (e + d) * math.sin(f0 + (-math.pi / 2 - f0) * i / k))
+    pts += [((e + d) * math.cos(f0 + (-math.pi / 2 - f0) * i / k),
+             fz + (e + d) * math.sin(f0 + (-math.pi / 2 - f0) * i / k))
             for i in range(1, k + 1)]
     pts += [(-x, z) for x, z in reversed(pts[1:-1])]
     return pts
