@@ -56,6 +56,10 @@ class ProbeData:
 
 
 def open_dataset(root: str | Path) -> ProbeData:
+    """What the probes read from a dataset folder: complete records, singles, the gallery of names.
+
+    Args:
+        root: the dataset folder (a dataset with missing or extra records is refused)."""
     from comco.data.folder import Dataset
 
     root = Path(root)

@@ -152,6 +152,13 @@ def plot(path: Path, probe: str, t: dict) -> None:
 
 
 def write_reports(out: Path, results: dict, plots: bool = True) -> list[Path]:
+    """results.json, a Markdown and a CSV table per probe, and PNG plots (unless `plots` is False).
+
+    Args:
+        out: the output folder.
+        results: what run_probes returned.
+        plots: draw the plots.
+    Returns the paths written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json"]

@@ -35,6 +35,10 @@ class ProbeOptions:
 
 
 def parse_probes(text: str | None) -> list[str] | None:
+    """"tor,ior" -> the probe names (None: every probe the data supports); unknown names are a UserError.
+
+    Args:
+        text: the --probes value, or None."""
     if not text:
         return None
     names = [p.strip().lower() for p in text.split(",") if p.strip()]

@@ -17,6 +17,12 @@ import numpy as np
 
 
 def tor_summary(data, embedder, *, n_boot: int, seed: int, gallery: str = "names") -> list[dict]:
+    """TOR whose queries are the summary sentences of the `long` captions.
+
+    Args:
+        data: the ProbeData; embedder: the model's Embedder.
+        n_boot, seed: the bootstrap.
+        gallery: "names" or "template" (see comco probe --tor-gallery)."""
     from comco.probes import texts
     from comco.probes.retrieval import ORDINALS, cosine, role_retrieval
     from comco.probes.tor import gallery_texts

@@ -36,6 +36,10 @@ NAME_LISTS = {
 
 
 def name_list(name: str) -> list[str]:
+    """A fixed gallery of object names for text-only TOR ("coco90", "coco91", "coco80").
+
+    Args:
+        name: the --gallery value."""
     if name not in NAME_LISTS:
         raise UserError(f"--gallery {name}: use one of {', '.join(NAME_LISTS)} (or leave it out for the set's names)")
     return list(NAME_LISTS[name])

@@ -24,6 +24,10 @@ GALLERIES = {"names": "bare-name gallery", "template": "template gallery"}
 
 
 def check_gallery(gallery: str) -> None:
+    """Refuse an unknown TOR gallery kind.
+
+    Args:
+        gallery: "names" (bare names, ComCO's protocol) or "template" (the query's template)."""
     from comco.errors import UserError
 
     if gallery not in GALLERIES:

@@ -89,6 +89,11 @@ def build_task(cfg: TrainConfig):
 
 
 def run_training(cfg: TrainConfig) -> dict:
+    """Train what `cfg` describes (scratch, longclip, debias, labclip) and write its checkpoints.
+
+    Args:
+        cfg: from make_config.
+    Returns the run's summary (steps, seconds, final loss, the checkpoint's path)."""
     from comco.train.loop import train
 
     return train(build_task(cfg), cfg)

@@ -26,12 +26,23 @@ FAILURES = "failures.jsonl"
 
 
 def config_hash(config: dict, object_set_hash: str) -> str:
+    """The hash that says two datasets were planned alike.
+
+    Args:
+        config: the plan configuration (PlanConfig.to_dict, plus render options).
+        object_set_hash: the object set's hash (manifest and mesh files).
+    The planner's version (PLAN_VERSION) is part of it: another planner never resumes a dataset."""
     blob = json.dumps({"config": config, "object_set_hash": object_set_hash, "plan_version": PLAN_VERSION},
                       sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def make_info(config: dict, object_set_name: str, object_set_hash: str, counts: dict) -> dict:
+    """The content of dataset.json.
+
+    Args:
+        config: the full configuration; object_set_name / object_set_hash: the set it used;
+        counts: images, per object count, rendered, failed, singles."""
     return {
         "generator": GENERATOR, "version": __version__, "config": config,
         "config_hash": config_hash(config, object_set_hash),
@@ -71,6 +82,10 @@ def prepare_out(out: Path, info: dict, *, overwrite: bool, resume: bool) -> str:
 
 
 def check_writable(out: Path) -> None:
+    """Refuse (UserError) an --out folder this process cannot write into, before any work.
+
+    Args:
+        out: the folder (created if missing)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-", delete=True)

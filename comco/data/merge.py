@@ -35,6 +35,11 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def merge_shards(shards: list[Path], out: Path) -> dict:
+    """`comco dataset merge`: join shards rendered with --shard i/N into one dataset.
+
+    Args:
+        shards: the shard folders (one configuration, every slice once).
+        out: the merged dataset folder (images are hard-linked where possible)."""
     if not shards:
         raise UserError("name the shard folders to merge")
     infos = []

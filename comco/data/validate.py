@@ -63,6 +63,12 @@ def check_record(r, names: set[str] | None, set_hash: str | None, rendered: bool
 
 
 def validate_dataset(root: str | Path) -> list[str]:
+    """`comco validate`: every problem of a dataset folder, one line each (an empty list when it is valid).
+
+    Args:
+        root: the dataset folder.
+    Checks dataset.json (its hash recomputed), every record (comco.record.check_record, its
+    image decoded, the whole plan re-planned and compared), the counts and the singles."""
     root = Path(root)
     if not (root / INFO).is_file() or not (root / SCENES).is_file():
         raise UserError(f"{root} is not a comco dataset (no {INFO} / {SCENES})")

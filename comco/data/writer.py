@@ -79,6 +79,11 @@ def _receive(q: mp.Queue, proc) -> tuple[bytes, Counter]:
 
 
 def make_planner(cfg: PlanConfig) -> Planner:
+    """A Planner for `cfg`, checked up front (one scene of every count is planned first, so
+    an impossible request fails before anything is written).
+
+    Args:
+        cfg: the plan configuration."""
     planner = Planner(cfg, load_object_set(cfg.object_set))
     planner.check_large_fraction()
     # Try one scene of every count first: an impossible request fails before anything is written.
@@ -88,6 +93,11 @@ def make_planner(cfg: PlanConfig) -> Planner:
 
 
 def dataset_info(planner: Planner, extra_counts: dict | None = None) -> dict:
+    """dataset.json for a planner's configuration.
+
+    Args:
+        planner: the planner (its config and object set).
+        extra_counts: counts to add (rendered, failed, singles)."""
     cfg = planner.cfg
     per_count = {str(k): sum(1 for i in range(cfg.n) if planner.count_for(i) == k) for k in cfg.objects}
     counts = {"images": cfg.n, "per_object_count": per_count, **(extra_counts or {})}
@@ -137,6 +147,16 @@ def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int
 
 def run_plan(cfg: PlanConfig, out: Path, *, overwrite: bool = False, resume: bool = False,
              quiet: bool = False, singles: bool = False, workers: int | None = None) -> dict:
+    """`comco plan`: write every scene record of a configuration into a dataset folder.
+
+    Args:
+        cfg: the plan configuration.
+        out: the dataset folder.
+        overwrite: replace a dataset of another configuration; resume: continue the same one.
+        quiet: no progress display.
+        singles: also write the single-object reference records (singles/singles.jsonl).
+        workers: planning processes (default: by size, one below 20,000 scenes).
+    Returns a summary (counts, seconds, re-plans)."""
     planner = make_planner(cfg)
     info = dataset_info(planner)
     state = prepare_out(out, info, overwrite=overwrite, resume=resume)

@@ -123,6 +123,14 @@ def list_models() -> list[str]:
 
 
 def load_model(name: str, pretrained: str | None = None, device: str = "cpu") -> LoadedModel:
+    """The one model factory: a LoadedModel (encoders, tokenizer, transform, identity).
+
+    Args:
+        name: an open_clip architecture name, `hf:DIR` (a transformers CLIP, SigLIP, SigLIP 2
+            folder) or `ckpt:PATH` (a checkpoint comco train wrote).
+        pretrained: for open_clip names, a published tag, a weights file or "none" (random,
+            seeded); ignored by hf: and ckpt:, which carry their own weights.
+        device: "cpu", "cuda" or "cuda:N"."""
     if name.startswith("hf:"):
         return _load_hf(Path(name[3:]).expanduser(), device)
     if name.startswith("ckpt:"):

@@ -38,6 +38,14 @@ class PlanFailure(Exception):
 
 
 class Planner:
+    """Scene records for a configuration and an object set: `records()` for a whole dataset,
+    `plan(i)` / `replan(i, retry)` for one image, `singles()` for the reference renders.
+
+    Args:
+        cfg: the plan configuration (checked here: a bad one is a UserError).
+        object_set: the set its objects come from (comco.manifest.load_object_set).
+    """
+
     def __init__(self, cfg: PlanConfig, object_set: ObjectSet):
         check_config(cfg, object_set)
         self.cfg = cfg

@@ -36,6 +36,12 @@ def rle_decode(rle: dict) -> np.ndarray:
 
 
 def coco_annotations(root: Path, records: list[dict], names: list[str]) -> dict:
+    """COCO-style annotations (images, boxes, RLE masks, categories) of a rendered dataset.
+
+    Args:
+        root: the dataset folder (masks/ is read).
+        records: its scene records.
+        names: the object set's names (category ids are their positions + 1)."""
     cat_id = {n: i + 1 for i, n in enumerate(names)}
     images, annotations = [], []
     for img_id, r in enumerate(records, 1):

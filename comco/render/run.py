@@ -72,6 +72,10 @@ class RenderOptions:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
+    """"i/N" (or "auto" under a SLURM array) -> (i, N), the slice of images this run renders.
+
+    Args:
+        text: the --shard value."""
     if text == "auto":
         i_s, n_s = os.environ.get("SLURM_ARRAY_TASK_ID"), os.environ.get("SLURM_ARRAY_TASK_COUNT")
         if i_s is None or n_s is None:
@@ -378,6 +382,15 @@ def _settled(out: Path, entry: dict, masks: bool) -> bool:
 
 def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bool = False, resume: bool = False,
                quiet: bool = False) -> dict:
+    """`comco render`: plan, render in Blender worker processes, measure, check and write a dataset.
+
+    Args:
+        cfg: the plan configuration.
+        opts: the render options (preset, device, workers, singles, masks, checks, shard...).
+        out: the dataset folder.
+        overwrite: render the folder again from scratch; resume: continue an interrupted render.
+        quiet: no progress display.
+    Returns a summary (images, singles, failures, seconds)."""
     check_environment(opts)
     planner = make_planner(cfg)
     info = dataset_info(planner)

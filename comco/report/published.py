@@ -64,6 +64,12 @@ PUBLISHED = {
 
 
 def published_rows(probe: str, metric: str, n_objects) -> list[dict]:
+    """ComCO / LABCLIP reference rows for a probe table, values in percent.
+
+    Args:
+        probe: "tor", "ior", "matching", "binding".
+        metric: the table's metric ("conditional", "accuracy").
+        n_objects: the table's object count (rows for any count are added), or None."""
     return PUBLISHED.get((probe, metric, n_objects), []) + (
         PUBLISHED.get((probe, metric, None), []) if n_objects is not None else [])
 
@@ -107,6 +113,10 @@ ANALYSES_BENCHMARK = "docci"
 
 
 def published_retrieval(benchmark: str) -> list[dict]:
+    """DeBias-CLIP's published R@1 rows for a benchmark, values as fractions.
+
+    Args:
+        benchmark: comco eval's benchmark name ("urban1k", "docci", ...)."""
     return [{"model": model, "source": DEBIAS_SOURCE, "t2i": {"R@1": t2i / 100}, "i2t": {"R@1": i2t / 100}}
             for model, (t2i, i2t) in RETRIEVAL_R1.get(benchmark, {}).items()]
 

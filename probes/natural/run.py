@@ -20,6 +20,11 @@ from comco.report import published as reference
 
 
 def check_options(kind: str, protocol: str, analyses: tuple[str, ...], out: Path) -> None:
+    """Refuse bad eval options before any work.
+
+    Args:
+        kind: "retrieval" or "analyses"; protocol: "all" or "first5"; analyses: their names;
+        out: the output folder."""
     if kind not in ("retrieval", "analyses"):
         raise ValueError(f"kind must be retrieval or analyses, not {kind!r}")
     if protocol not in PROTOCOLS:
