@@ -16,8 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
-import orjson
-
 from comco.errors import UserError
 
 
@@ -95,6 +93,8 @@ def write_json(path: str | Path, obj: Any, *, indent: int = 2, sort_keys: bool =
 def dumps(record: dict) -> str:
     """One compact JSON line. orjson: 4x faster than json on scene records, which
     matters when 10^5 are planned; numpy scalars are written as numbers."""
+    import orjson  # here, not at import time: the manifests and paths need only the standard library
+
     return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
@@ -119,6 +119,8 @@ def read_json(path: str | Path, what: str = "file") -> Any:
 
 def read_jsonl(path: str | Path) -> Iterator[dict]:
     """The objects of a JSON Lines file; a line that is not JSON is a UserError naming it."""
+    import orjson
+
     with open(path, "rb") as f:  # orjson checks the UTF-8: a bad byte is a corrupt line, not a traceback
         for line_no, line in enumerate(f, 1):
             if line.strip():
