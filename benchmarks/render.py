@@ -71,7 +71,7 @@ def bare(records: Path, mode: str, out: str) -> float:
 
 def worker_memory(out: Path, n: int) -> dict:
     from comco.plan import PlanConfig
-    from comco.render.run import RenderOptions, run_render
+    from comco.render import RenderOptions, run_render
 
     cfg = PlanConfig(n=n, resolution=(64, 64))
     summary = run_render(cfg, RenderOptions(preset="draft", max_per_worker=10 * n), out, quiet=True)

@@ -46,7 +46,7 @@ def test_the_largest_allowed_values_still_plan():
     {"SLURM_ARRAY_TASK_ID": "x", "SLURM_ARRAY_TASK_COUNT": "4"},
 ])
 def test_shard_auto_outside_the_array_is_refused(monkeypatch, env):
-    from comco.render.run import parse_shard
+    from comco.render import parse_shard
 
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -55,7 +55,7 @@ def test_shard_auto_outside_the_array_is_refused(monkeypatch, env):
 
 
 def test_shard_auto_inside_the_array(monkeypatch):
-    from comco.render.run import parse_shard
+    from comco.render import parse_shard
 
     monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "5")
     monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "4")

@@ -4,7 +4,7 @@
 returns a JSON summary. `deps` maps a role ("data", "model", "test") to the folder of
 the stage that provides it. torch and bpy load inside the stage functions only.
 
-- render:   comco.render.run.run_render (draft Workbench at low resolution); resumes a
+- render:   comco.render.run_render (draft Workbench at low resolution); resumes a
             render that a crash interrupted.
 - captions: the caption variant of a rendered dataset for one --order-bias p: each
             record re-planned with p keeps every object, position, light and image,

@@ -4,6 +4,6 @@ bpy; this package never does), checks what they measured and writes the dataset.
 from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
-    "RenderOptions": "run", "run_render": "run", "parse_shard": "run", "DEVICES": "run",
+    "RenderOptions": "options", "run_render": "run", "parse_shard": "options", "DEVICES": "options",
     "check_rendered": "checks", "coco_annotations": "coco",
 })

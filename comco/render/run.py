@@ -1,7 +1,7 @@
 """`comco render`: plan, then render every record in bpy worker processes.
 
 This module never imports bpy: workers are separate processes that import
-`comco.scenes.worker`. Finished records go to an append-only journal as they
+`comco.scenes.worker` (comco/render/pool.py). Finished records go to an append-only journal as they
 arrive, images are written atomically by the workers, so an interrupted run
 resumes (`--resume`) where it stopped; at the end the journal becomes the
 dataset's `scenes.jsonl` in index order. One run holds a folder at a time
@@ -12,138 +12,23 @@ replaced and its image retried.
 from __future__ import annotations
 
 import errno
-import importlib.util
-import json
-import multiprocessing as mp
-import os
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
-from dataclasses import dataclass
-from multiprocessing.connection import wait
 from pathlib import Path
 
 from comco.data.folder import FAILURES, INFO, METADATA, SCENES, SINGLES, check_writable, metadata_rows, prepare_out
-from comco.data.validate import image_problem
 from comco.data.writer import dataset_info, make_planner
 from comco.errors import UserError
 from comco.io import dumps, write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
 from comco.progress import progress
-from comco.record import PRESETS
 from comco.render.checks import check_rendered
+from comco.render.journal import CRASHED_TWICE, JOURNAL, end_journal, read_journal, settled
+from comco.render.options import RenderOptions, check_environment, image_timeout
+from comco.render.pool import DiskFull, WorkerPool, sweep_scratch
 
-JOURNAL = "journal.jsonl"
 COCO = "annotations.json"
 LOCK = ".lock"
-SCRATCH_PREFIX = "comco-render-"  # + owner pid + "-": each worker's ID renders and Blender's temp files
-CRASHED_TWICE = "the render worker crashed twice"
-
-
-class DiskFull(Exception):
-    """A worker could not write an image: no space left on the device."""
-DEVICES = ("cpu", "cuda", "optix")
-
-
-@dataclass(frozen=True)
-class RenderOptions:
-    preset: str = "cycles"
-    device: str = "cpu"
-    samples: int | None = None
-    workers: int = 1
-    max_per_worker: int = 300
-    masks: bool = False
-    coco: bool = False
-    singles: bool = False
-    min_pixels: int = 10
-    min_visible: float = 0.9
-    max_retries: int = 5
-    shard: tuple[int, int] = (0, 1)
-    threads: int = 0
-    image_timeout: float | None = None  # seconds per image; None: from preset and resolution, 0: no limit
-
-    def image_config(self) -> dict:
-        """What changes the images (and so the dataset's configuration hash)."""
-        return {"preset": self.preset, "samples": self.samples, "min_pixels": self.min_pixels,
-                "min_visible": self.min_visible, "max_retries": self.max_retries, "singles": self.singles,
-                "masks": self.masks, "coco": self.coco, "shard": list(self.shard)}
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """"i/N" (or "auto" under a SLURM array) -> (i, N), the slice of images this run renders.
-
-    Args:
-        text: the --shard value."""
-    if text == "auto":
-        i_s, n_s = os.environ.get("SLURM_ARRAY_TASK_ID"), os.environ.get("SLURM_ARRAY_TASK_COUNT")
-        if i_s is None or n_s is None:
-            raise UserError("--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT in the environment")
-        try:
-            i, n = int(i_s) - int(os.environ.get("SLURM_ARRAY_TASK_MIN", "0")), int(n_s)
-        except ValueError:
-            raise UserError("--shard auto: SLURM_ARRAY_TASK_ID, _COUNT and _MIN must be whole numbers") from None
-        if not (n >= 1 and 0 <= i < n):
-            # a task past the count would render nothing and exit 0; say so instead
-            raise UserError(f"--shard auto: task {i} of {n} (SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN) "
-                            "is outside 0..COUNT-1; start the array at its MIN with COUNT tasks")
-        return i, n
-    try:
-        i_s, n_s = text.split("/")
-        i, n = int(i_s), int(n_s)
-    except ValueError:
-        raise UserError(f"--shard {text!r}: write i/N, e.g. 0/4 (or auto under SLURM)") from None
-    if not (n >= 1 and 0 <= i < n):
-        raise UserError(f"--shard {text}: need 0 <= i < N")
-    return i, n
-
-
-def check_environment(opts: RenderOptions) -> None:
-    if sys.version_info[:2] != (3, 11):
-        raise UserError(f"comco render needs Python 3.11 for bpy 5.0 (this is {sys.version.split()[0]})")
-    if importlib.util.find_spec("bpy") is None:
-        raise UserError("bpy is not installed: pip install 'bpy==5.0.*' (Python 3.11) to render")
-    if opts.workers < 1:
-        raise UserError(f"--workers {opts.workers}: at least 1")
-    if opts.image_timeout is not None and not opts.image_timeout >= 0:  # also refuses nan
-        raise UserError(f"--image-timeout {opts.image_timeout}: give seconds, at least 0 (0 = no limit)")
-    if opts.preset not in PRESETS:
-        raise UserError(f"--preset {opts.preset}: use one of {', '.join(PRESETS)}")
-    if opts.device not in DEVICES:
-        raise UserError(f"--device {opts.device}: use cpu, cuda or optix")
-    needs_gpu = opts.device in ("cuda", "optix") or opts.preset == "eevee"
-    if needs_gpu and not nvidia_gpu_present():
-        what = "--preset eevee" if opts.preset == "eevee" else f"--device {opts.device}"
-        raise UserError(f"{what} needs an NVIDIA GPU and none was found; use --device cpu with draft or cycles")
-
-
-def nvidia_gpu_present() -> bool:
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return False
-    try:
-        return subprocess.run([exe, "-L"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def image_timeout(opts: RenderOptions, resolution: tuple[int, int]) -> float:
-    """Seconds one image may take before its worker counts as hung (0 = no limit).
-
-    The default is 20 times a slow estimate (a loaded 2-core CPU: draft 0.5 s, Cycles
-    15 s at 24 samples, EEVEE 2 s per 512x512 image), and at least two minutes, so that
-    only a worker that has stopped answering reaches it."""
-    if opts.image_timeout is not None:
-        return opts.image_timeout
-    megapixels = resolution[0] * resolution[1] / (512 * 512)
-    if opts.preset == "draft":
-        estimate = 0.5 * megapixels
-    elif opts.preset == "eevee":
-        estimate = 2.0 * megapixels * (opts.samples or 32) / 32
-    else:
-        estimate = 15.0 * megapixels * (opts.samples or (24 if opts.preset == "cycles" else 128)) / 24
-    return max(120.0, 20 * estimate)
 
 
 def _lock(out: Path):
@@ -165,219 +50,6 @@ def _lock(out: Path):
         raise UserError(f"--out {out} is in use by another `comco render`; wait for it to finish "
                         f"or choose another --out") from None
     return handle
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-def sweep_scratch() -> None:
-    """Remove scratch folders left by render runs that were killed (their owner is dead)."""
-    for d in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
-        owner = d.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
-        if owner.isdigit() and not _alive(int(owner)) and d.is_dir() and not d.is_symlink():
-            shutil.rmtree(d, ignore_errors=True)
-
-
-def _worker_entry(conn, cfg: dict) -> None:
-    # Runs in a fresh (spawned) process: bpy is imported there, never here.
-    # Ctrl-C reaches the whole process group: the parent alone decides, and stops the workers.
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from comco.scenes.worker import serve
-
-    serve(conn, cfg)
-
-
-class WorkerPool:
-    """Workers over pipes; a dead, hung or retired worker is replaced, its job retried once.
-
-    Each worker gets a scratch folder (its ID renders and Blender's temp files) that the
-    pool removes when the worker ends, is killed or is replaced."""
-
-    def __init__(self, n: int, cfg: dict, timeout: float = 0.0):
-        self.ctx = mp.get_context("spawn")
-        self.cfg = cfg
-        self.timeout = timeout  # 0: wait forever
-        # Starting bpy is slower than a draft image; a worker that never says ready is hung too.
-        self.start_timeout = max(timeout, 300.0) if timeout else 0.0
-        self.failed_starts = 0
-        self.workers: list[dict] = []
-        for _ in range(n):
-            self._start()
-
-    def _start(self) -> dict:
-        scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
-        parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker_entry, args=(child, {**self.cfg, "scratch": scratch}), daemon=True)
-        proc.start()
-        child.close()
-        w = {"proc": proc, "conn": parent, "job": None, "ready": False, "scratch": scratch,
-             "since": time.monotonic()}
-        self.workers.append(w)
-        return w
-
-    def idle(self) -> list[dict]:
-        return [w for w in self.workers if w["ready"] and w["job"] is None]
-
-    def busy(self) -> int:
-        return sum(1 for w in self.workers if w["job"] is not None)
-
-    def send(self, w: dict, job: dict) -> None:
-        w["job"] = job
-        w["since"] = time.monotonic()
-        w["conn"].send(job)
-
-    def events(self, timeout: float = 1.0) -> list[tuple[dict, dict]]:
-        """(job, message) pairs for finished jobs; crashed or hung workers give a 'crashed' message."""
-        out = []
-        conns = {w["conn"]: w for w in self.workers}
-        sentinels = {w["proc"].sentinel: w for w in self.workers}
-        for ready in wait(list(conns) + list(sentinels), timeout):
-            w = conns.get(ready) or sentinels.get(ready)
-            if w not in self.workers:
-                continue
-            try:
-                msg = w["conn"].recv() if ready in conns else None
-            except (EOFError, OSError):
-                msg = None
-            if msg is None:  # the process died (killed, out of memory, segfault)
-                job = w["job"]
-                self._lost(w)
-                if job is not None:
-                    out.append((job, {"kind": "crashed", "why": "crashed"}))
-                continue
-            if msg["kind"] == "ready":
-                w["ready"] = True
-                self.failed_starts = 0
-                continue
-            job, w["job"] = w["job"], None
-            out.append((job, msg))
-            if msg.get("last"):  # it retires after this answer (--max-per-worker): start a fresh one
-                self._replace(w)
-        now = time.monotonic()
-        for w in list(self.workers):  # silent too long (a stopped or deadlocked Blender): as if it crashed
-            limit = self.timeout if w["job"] is not None else 0.0 if w["ready"] else self.start_timeout
-            if limit and now - w["since"] > limit:
-                job = w["job"]
-                self._lost(w, kill=True)
-                if job is not None:
-                    out.append((job, {"kind": "crashed", "why": f"gave no answer in {limit:g} s"}))
-        return out
-
-    def _lost(self, w: dict, kill: bool = False) -> None:
-        if not w["ready"]:
-            self.failed_starts += 1
-            if self.failed_starts >= 3:  # replacing it again would loop forever
-                self._replace(w, kill=kill, restart=False)
-                raise UserError(f"render workers fail to start (3 in a row); their output is in "
-                                f"{Path(self.cfg['out']) / '.logs'}")
-        self._replace(w, kill=kill)
-
-    def _replace(self, w: dict, kill: bool = False, restart: bool = True) -> None:
-        self.workers.remove(w)
-        if kill:
-            w["proc"].kill()  # SIGKILL ends a stopped process too
-        w["proc"].join(timeout=5)
-        if w["proc"].is_alive():
-            w["proc"].kill()
-            w["proc"].join(timeout=5)
-        w["conn"].close()
-        shutil.rmtree(w["scratch"], ignore_errors=True)
-        if restart:
-            self._start()
-
-    def close(self, kill: bool = False) -> None:
-        """Stop every worker: ask them to finish (or kill them at once), then remove their scratch."""
-        for w in self.workers:
-            if kill:
-                w["proc"].kill()
-                continue
-            try:
-                w["conn"].send(None)
-            except (OSError, BrokenPipeError):
-                pass
-        for w in self.workers:
-            w["proc"].join(timeout=10)
-            if w["proc"].is_alive():
-                w["proc"].kill()
-                w["proc"].join(timeout=5)
-            shutil.rmtree(w["scratch"], ignore_errors=True)
-        self.workers = []
-
-
-def _read_journal(out: Path) -> dict[str, dict]:
-    """Entries by key, the last of a key winning; a line cut by a crash is ignored (its image
-    is re-rendered), and so is an 'ok' entry whose image is gone."""
-    path = out / JOURNAL
-    done: dict[str, dict] = {}
-    if not path.is_file():
-        return done
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            rec = entry.get("record")
-            if entry.get("status") == "ok" and not (out / rec["image"]).is_file():
-                continue
-            done[entry["key"]] = entry
-    return done
-
-
-def _end_journal(path: Path) -> None:
-    """Before appending: a last line cut by a kill or a full disk is ended when it holds a
-    whole entry and cut off when not, so the next entry starts a line of its own (appended
-    to a cut line, both would be lost)."""
-    if not path.is_file():
-        return
-    with open(path, "r+b") as f:
-        size = f.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        start, pos = 0, size
-        while pos > 0:  # back to the last newline; entries can be long (many mention orders)
-            step = min(1 << 16, pos)
-            pos -= step
-            f.seek(pos)
-            i = f.read(step).rfind(b"\n")
-            if i >= 0:
-                start = pos + i + 1
-                break
-        f.seek(start)
-        try:
-            whole = isinstance(json.loads(f.read()), dict)
-        except ValueError:
-            whole = False
-        if whole:
-            f.seek(size)
-            f.write(b"\n")
-        else:
-            f.truncate(start)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _settled(out: Path, entry: dict, masks: bool) -> bool:
-    """Whether --resume may skip this entry: an image (and mask) that decodes, or a final failure.
-    A worker that crashed or hung is no verdict on the scene: it is tried again."""
-    if entry["status"] == "failed":
-        return not (entry.get("transient") or entry.get("reason") == CRASHED_TWICE)
-    rec = entry["record"]
-    if image_problem(out / rec["image"], rec.get("resolution")):
-        return False
-    return not masks or image_problem(out / "masks" / Path(rec["image"]).name) is None
 
 
 def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bool = False, resume: bool = False,
@@ -420,8 +92,8 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
     sweep_scratch()
     write_json(out / INFO, {**info, "rendered": False})
     if resume:
-        _end_journal(out / JOURNAL)
-        done = {k: e for k, e in _read_journal(out).items() if _settled(out, e, opts.masks)}
+        end_journal(out / JOURNAL)
+        done = {k: e for k, e in read_journal(out).items() if settled(out, e, opts.masks)}
     else:
         done = {}
         (out / JOURNAL).unlink(missing_ok=True)
@@ -473,7 +145,7 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
         if pool:
             pool.close()
             pool = None
-        done_now = len(_read_journal(out))
+        done_now = len(read_journal(out))
         raise UserError(f"disk full after {done_now} complete images (all kept); free space under {out} "
                         f"and rerun with --resume") from None
     finally:
@@ -531,14 +203,14 @@ def _settle(planner, opts, job, msg, crashed_once, queue, stats) -> dict | None:
 
 def finalize(out: Path, info: dict, planner: Planner, coco: bool = False) -> dict:
     """Journal -> scenes.jsonl (index order), singles, failures, metadata, dataset.json."""
-    entries = _read_journal(out)
+    entries = read_journal(out)
     scenes = sorted((e["record"] for e in entries.values() if e["status"] == "ok" and e["key"].startswith("scene:")),
                     key=lambda r: r["index"])
     singles = sorted((e["record"] for e in entries.values() if e["status"] == "ok" and e["key"].startswith("single:")),
                      key=lambda r: r["id"])
     failures = [{"key": e["key"], "id": e["record"]["id"], "reason": e["reason"], "retry": e["record"].get("retry")}
                 for e in entries.values() if e["status"] == "failed"]
-    transient = sum(1 for e in entries.values() if e["status"] == "failed" and not _settled(out, e, False))
+    transient = sum(1 for e in entries.values() if e["status"] == "failed" and not settled(out, e, False))
     write_jsonl(out / SCENES, scenes)
     if singles:
         write_jsonl(out / SINGLES, singles)
