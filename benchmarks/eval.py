@@ -52,7 +52,7 @@ def bare_encode(model: str, pretrained: str, device: str, root: Path, batch_size
     import torch
     from PIL import Image
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     start = time.perf_counter()
     loaded = load_model(model, pretrained, device)

@@ -55,7 +55,7 @@ def main() -> None:
     import torch
     from test_probes_fixtures import make_dataset
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
     from comco.probes import texts
     from comco.probes.embed import Embedder
     from comco.probes.ior import i2tor, ior

@@ -68,7 +68,7 @@ def initial_checkpoint(data: Path, train_dir: Path, steps: int, threads: int) ->
     import torch
 
     torch.set_num_threads(threads)
-    from comco.models.factory import save_checkpoint
+    from comco.models import save_checkpoint
     from comco.train.run import build_task, make_config
 
     task = build_task(make_config("scratch", data=str(data), out=str(train_dir), steps=steps, quiet=True))

@@ -23,7 +23,7 @@ def invoke(*args):
 
 @pytest.fixture(scope="module")
 def vit_s32():
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     return load_model("ViT-S-32", "none", "cpu")
 

@@ -60,7 +60,7 @@ def tiny_ckpts(tmp_path_factory):
     """Two tiny open_clip checkpoints with different random weights (fast stand-ins for real models)."""
     import torch
 
-    from comco.models.factory import save_checkpoint
+    from comco.models import save_checkpoint
 
     folder = tmp_path_factory.mktemp("ckpt")
     paths = []

@@ -16,27 +16,27 @@ pytestmark = pytest.mark.torch
 
 
 def test_unknown_model_suggests_close_names():
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     with pytest.raises(UserError, match=r"unknown model 'ViT-B-23'.*ViT-B-32"):
         load_model("ViT-B-23", "none")
 
 
 def test_weights_not_on_disk_say_how_to_pass_a_file(monkeypatch):
-    from comco.models import factory as models
+    from comco.models import load_model, openclip
 
-    monkeypatch.setattr(models, "_weights_cached", lambda cfg: False)
-    monkeypatch.setattr(models, "_hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(openclip, "_weights_cached", lambda cfg: False)
+    monkeypatch.setattr(openclip, "_hub_reachable", lambda timeout=3.0: False)
     with pytest.raises(UserError, match=r"not on disk.*--pretrained /path/to/weights.pt or none"):
-        models.load_model("ViT-B-32", "openai")
+        load_model("ViT-B-32", "openai")
     with pytest.raises(UserError, match=r"neither a weights file nor a pretrained tag"):
-        models.load_model("ViT-B-32", "no-such-tag")
+        load_model("ViT-B-32", "no-such-tag")
 
 
 def test_random_weights_are_reproducible_and_named():
     import torch
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     a, b = load_model("ViT-S-32", "none"), load_model("ViT-S-32", None)
     assert a.identity == b.identity and "random" in a.identity
@@ -54,7 +54,7 @@ def test_trimmed_text_encoding_equals_full_context():
     import torch.nn.functional as F
     from open_clip import SimpleTokenizer
 
-    from comco.models.factory import _wrap_open_clip
+    from comco.models.openclip import wrap_open_clip as _wrap_open_clip
 
     model, _ = tiny_open_clip()
     loaded = _wrap_open_clip("tiny", None, "tiny", model, None, SimpleTokenizer(), "cpu")
@@ -68,7 +68,7 @@ def test_checkpoint_roundtrip_stretched_context_and_text_map(tmp_path):
     import torch
     import torch.nn.functional as F
 
-    from comco.models.factory import load_checkpoint, load_model, save_checkpoint
+    from comco.models import load_checkpoint, load_model, save_checkpoint
 
     model, spec = tiny_open_clip(context_length=248)
     text_map = torch.linalg.qr(torch.randn(16, 16))[0]
@@ -91,7 +91,7 @@ def test_checkpoint_roundtrip_stretched_context_and_text_map(tmp_path):
 def test_not_a_checkpoint_is_a_user_error(tmp_path):
     import torch
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     (tmp_path / "text.pt").write_text("hello")
     torch.save({"state_dict": {}}, tmp_path / "plain.pt")
@@ -119,7 +119,7 @@ def test_hf_clip_folder(tmp_path):
     import torch
     from transformers import CLIPConfig, CLIPModel
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     vocab = _char_tokenizer(tmp_path)
     cfg = CLIPConfig(
@@ -146,7 +146,7 @@ def test_hf_clip_folder(tmp_path):
 
 
 def test_hf_folder_errors(tmp_path):
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     with pytest.raises(UserError, match="no config.json"):
         load_model(f"hf:{tmp_path}")

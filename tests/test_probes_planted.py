@@ -142,7 +142,7 @@ def tiny_vit_model(image_size, resize_mode):
     import open_clip
     from open_clip import SimpleTokenizer
 
-    from comco.models.factory import _wrap_open_clip
+    from comco.models.openclip import wrap_open_clip as _wrap_open_clip
 
     cfg = {"embed_dim": 16,
            "vision_cfg": {"image_size": image_size, "layers": 2, "width": 32, "patch_size": 4, "head_width": 16},

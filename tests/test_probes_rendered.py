@@ -128,7 +128,7 @@ def raw_model():
     """The probe's random ViT-S-32, used bare: open_clip's own full-length encoders."""
     import open_clip
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     loaded = load_model("ViT-S-32", "none")
     return loaded.model, loaded.preprocess, open_clip.get_tokenizer("ViT-S-32")

@@ -49,7 +49,7 @@ def siglip(tmp_path_factory):
 def test_siglip_folder_loads_with_its_context_length_and_normalised_features(siglip):
     import torch
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     folder, _, _ = siglip
     m = load_model(f"hf:{folder}")
@@ -71,7 +71,7 @@ def test_siglip_pads_to_max_length_and_pools_the_last_position(siglip):
     import torch
     import torch.nn.functional as F
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     folder, model, eos = siglip
     m = load_model(f"hf:{folder}")
@@ -99,7 +99,7 @@ def test_siglip_pads_to_max_length_and_pools_the_last_position(siglip):
 def test_context_length_comes_from_the_config(tmp_path):
     import torch
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     _, eos = save_siglip(tmp_path, max_positions=16, processor=False)
     m = load_model(f"hf:{tmp_path}")
@@ -117,7 +117,7 @@ def test_siglip_images_are_squashed_like_its_processor(siglip):
     from PIL import Image
     from transformers import SiglipImageProcessor
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     folder, _, _ = siglip
     m = load_model(f"hf:{folder}")
@@ -134,7 +134,7 @@ def test_siglip_tokenizer_without_its_library_is_one_line(siglip, tmp_path):
     """A real SigLIP folder ships spiece.model; without sentencepiece (or with a bad file) say so."""
     import shutil
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     folder, _, _ = siglip
     for name in ("config.json", "model.safetensors"):

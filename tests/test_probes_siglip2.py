@@ -45,7 +45,7 @@ def test_siglip2_images_go_in_as_its_processor_makes_them(siglip2):
     import torch.nn.functional as F
     from transformers import Siglip2ImageProcessor
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     folder, model = siglip2
     m = load_model(f"hf:{folder}")
@@ -76,7 +76,7 @@ def test_siglip2_images_go_in_as_its_processor_makes_them(siglip2):
 def test_siglip2_texts_embed(siglip2):
     import torch
 
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     folder, _ = siglip2
     m = load_model(f"hf:{folder}")

@@ -88,7 +88,7 @@ def test_longclip_weight_bounds():
 def test_cuda_without_a_gpu_is_one_shared_user_error(monkeypatch):
     import torch
 
-    from comco.models.factory import check_device
+    from comco.models import check_device
     from comco.train.loop import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 open_clip = pytest.importorskip("open_clip")
 
 from comco.errors import UserError  # noqa: E402
-from comco.models.factory import load_model, save_checkpoint  # noqa: E402
+from comco.models import load_model, save_checkpoint  # noqa: E402
 from comco.train.scratch import scratch_cfg  # noqa: E402
 
 pytestmark = pytest.mark.torch

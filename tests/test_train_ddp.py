@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from support.train import scratch_config  # noqa: E402
 
-from comco.models.factory import load_checkpoint  # noqa: E402
+from comco.models import load_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -60,7 +60,7 @@ def test_labclip_on_planted_embeddings_beats_chance(tmp_path):
     assert after > 0.9, after
     report = json.loads((tmp_path / "binding.json").read_text())
     assert report["binding_after"]["test"] == after
-    from comco.models.factory import load_checkpoint
+    from comco.models import load_checkpoint
 
     ckpt = load_checkpoint(tmp_path / "model.pt")
     assert ckpt["kind"] == "labclip" and ckpt["text_map"].shape == (D, D)
@@ -93,7 +93,7 @@ def test_labclip_end_to_end_on_a_colour_dataset(tmp_path):
                                        batch_size=16, steps=5, quiet=True, device="cpu"))
     assert summary["step"] == 5
     assert {"train", "test"} <= set(summary["binding_before"]) and (tmp_path / "out" / "binding.json").is_file()
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     mapped = load_model(f"ckpt:{tmp_path / 'out' / 'model.pt'}")
     assert mapped.text_map is not None and mapped.text_map.shape == (64, 64)

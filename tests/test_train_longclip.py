@@ -27,7 +27,7 @@ def tiny_init(tmp_path_factory):
 
 @pytest.mark.parametrize("kind", ["longclip", "debias"])
 def test_fine_tune_stretches_and_keeps_the_first_positions(kind, tiny_dataset, tiny_init, tmp_path):
-    from comco.models.factory import load_checkpoint, load_model
+    from comco.models import load_checkpoint, load_model
 
     summary = fine_tune(kind, tiny_dataset, tmp_path, f"ckpt:{tiny_init}")
     ckpt = load_checkpoint(tmp_path / "model.pt")

@@ -29,7 +29,7 @@ def test_scratch_loss_goes_down(tiny_dataset, tmp_path):
 
 
 def test_checkpoint_loads_through_ckpt_and_embeds(tiny_dataset, tmp_path):
-    from comco.models.factory import load_model
+    from comco.models import load_model
 
     run_training(scratch_config(tiny_dataset, tmp_path, steps=3))
     loaded = load_model(f"ckpt:{tmp_path / 'model.pt'}")
@@ -43,7 +43,7 @@ def test_checkpoint_loads_through_ckpt_and_embeds(tiny_dataset, tmp_path):
 
 
 def test_stop_and_resume_gives_the_same_weights(tiny_dataset, tmp_path):
-    from comco.models.factory import load_checkpoint
+    from comco.models import load_checkpoint
 
     straight = tmp_path / "straight"
     run_training(scratch_config(tiny_dataset, straight, steps=8, checkpoint_every=100))

@@ -90,7 +90,7 @@ class TrainConfig:
             raise UserError(f"--adam-eps {self.adam_eps}: a small positive number (e.g. 1e-8)")
         self._check_options()
         if self.device != "auto":
-            from comco.models.factory import check_device
+            from comco.models import check_device
 
             check_device(self.device)
 

@@ -42,7 +42,7 @@ def model_spec_for(loaded, init: str) -> dict:
     import open_clip
     from open_clip.transformer import QuickGELU
 
-    from comco.models.factory import load_checkpoint
+    from comco.models import load_checkpoint
 
     if init.startswith("ckpt:"):
         return copy.deepcopy(load_checkpoint(Path(init[5:]).expanduser())["model_spec"])

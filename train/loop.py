@@ -26,7 +26,7 @@ METRICS_NAME = "metrics.jsonl"
 
 
 def resolve_device(name: str) -> str:
-    from comco.models.factory import check_device
+    from comco.models import check_device
 
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -108,7 +108,7 @@ class Trainer:
     def save(self, name: str) -> Path | None:
         if not distributed.is_main():
             return None
-        from comco.models.factory import save_checkpoint
+        from comco.models import save_checkpoint
 
         payload = self.task.checkpoint_payload()
         extra = {**payload.get("extra", {}), **self.state()}
@@ -116,7 +116,7 @@ class Trainer:
                                model_spec=payload["model_spec"], extra=extra)
 
     def resume(self, path: str | Path) -> None:
-        from comco.models.factory import load_checkpoint
+        from comco.models import load_checkpoint
 
         ckpt = load_checkpoint(path)
         if not isinstance(ckpt.get("config"), dict):

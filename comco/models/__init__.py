@@ -4,8 +4,8 @@ comco's own checkpoints (`ckpt:PATH`), all behind `load_model`. torch loads on f
 from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
-    "LoadedModel": "factory", "load_model": "factory", "list_models": "factory",
-    "ModelRef": "ref", "pair_models": "ref", "save_checkpoint": "factory", "load_checkpoint": "factory",
-    "build_open_clip": "factory", "check_device": "factory",
+    "LoadedModel": "loaded", "load_model": "factory", "list_models": "openclip",
+    "ModelRef": "ref", "pair_models": "ref", "save_checkpoint": "checkpoints", "load_checkpoint": "checkpoints",
+    "build_open_clip": "checkpoints", "check_device": "factory",
     "default_device": "factory",
 })

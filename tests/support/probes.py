@@ -112,7 +112,7 @@ def planned_data(n=40, objects=(4,)) -> ProbeData:
 
 
 def tiny_open_clip(context_length=77):
-    from comco.models.factory import build_open_clip
+    from comco.models import build_open_clip
 
     spec = {"open_clip_cfg": TINY_CFG}
     model, _, _ = build_open_clip(spec, context_length)

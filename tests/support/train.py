@@ -73,7 +73,7 @@ def make_tiny_checkpoint(path: Path, context_length: int = 77, seed: int = 0) ->
     import open_clip
     import torch
 
-    from comco.models.factory import save_checkpoint
+    from comco.models import save_checkpoint
 
     torch.manual_seed(seed)
     cfg = tiny_clip_cfg(context_length)

@@ -1,0 +1,191 @@
+"""comco checkpoints (`ckpt:PATH`): what `comco train` writes, checked against their own
+tensors before anything is built.
+
+Checkpoint format (one `torch.save` dict):
+
+    {"format": "comco-checkpoint", "version": 1,
+     "kind": "scratch" | "longclip" | "debias" | "labclip",
+     "model_spec": {"open_clip_name": "ViT-B-32", "pretrained": "openai"}
+                   or {"open_clip_cfg": {"embed_dim": ..., "vision_cfg": {...}, "text_cfg": {...}}},
+     "context_length": int,          # 248 for a stretched Long-CLIP text tower
+     "state_dict": {...},            # the whole open_clip model
+     "text_map": None or a D x D tensor,
+     "config": {...}, "step": int, ...any training state}
+
+`text_map` (LABCLIP) is an `nn.Linear(D, D, bias=False).weight`: encode_text returns
+normalise(normalise(f) @ text_map.T).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from comco.errors import UserError
+from comco.io import atomic_write, file_digest
+from comco.models.loaded import OPENAI_MEAN, OPENAI_STD, LoadedModel
+from comco.models.openclip import check_open_clip_name, wrap_open_clip
+
+CHECKPOINT_FORMAT = "comco-checkpoint"
+
+
+CHECKPOINT_VERSION = 1
+
+
+CHECKPOINT_KINDS = ("scratch", "longclip", "debias", "labclip")
+
+
+def save_checkpoint(path: str | Path, *, kind: str, model, model_spec: dict, extra: dict | None = None) -> Path:
+    """Write a comco checkpoint atomically. `model` is an open_clip CLIP (or a LoadedModel).
+
+    `extra` may carry "text_map", "config", "step" and any training state.
+    """
+    import torch
+
+    if kind not in CHECKPOINT_KINDS:
+        raise ValueError(f"checkpoint kind must be one of {CHECKPOINT_KINDS}, not {kind!r}")
+    if not ({"open_clip_name"} <= set(model_spec) or "open_clip_cfg" in model_spec):
+        raise ValueError("model_spec needs 'open_clip_name' (and 'pretrained') or 'open_clip_cfg'")
+    text_map = None
+    if isinstance(model, LoadedModel):
+        text_map, model = model.text_map, model.model
+    extra = dict(extra or {})
+    text_map = extra.pop("text_map", text_map)
+    payload = {
+        "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "kind": kind,
+        "model_spec": dict(model_spec), "context_length": int(model.context_length),
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "text_map": None if text_map is None else text_map.detach().cpu(),
+        "config": extra.pop("config", {}), "step": int(extra.pop("step", 0)), **extra,
+    }
+    path = Path(path)
+    with atomic_write(path, "wb") as f:  # a file object: the archive's inner name is fixed, so bytes repeat
+        torch.save(payload, f)
+    return path
+
+
+def load_checkpoint(path: str | Path) -> dict:
+    """The checkpoint dict; UserError when the file is missing or not a comco checkpoint."""
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"checkpoint {path} not found; pass ckpt:PATH to a file `comco train` wrote")
+    try:
+        # Training state holds plain python values and tensors only, so weights_only loading works.
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - garbage bytes fail in many ways inside the unpickler
+        raise UserError(f"{path} is not a comco checkpoint ({exc.__class__.__name__}); "
+                        "pass ckpt:PATH to a file `comco train` wrote") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise UserError(f"{path} is not a comco checkpoint (no format '{CHECKPOINT_FORMAT}'); "
+                        "for open_clip weights use --model NAME --pretrained PATH")
+    if ckpt.get("version", 0) > CHECKPOINT_VERSION:
+        raise UserError(f"{path} is checkpoint version {ckpt['version']}; this comco reads up to "
+                        f"{CHECKPOINT_VERSION}: upgrade comco")
+    return ckpt
+
+
+def build_open_clip(model_spec: dict, context_length: int | None = None):
+    """An open_clip model (random weights) and its name, from a checkpoint's model_spec."""
+    import copy
+
+    import open_clip
+
+    if "open_clip_cfg" in model_spec:
+        cfg, name = copy.deepcopy(model_spec["open_clip_cfg"]), model_spec.get("open_clip_name", "custom")
+    else:
+        name = model_spec["open_clip_name"]
+        check_open_clip_name(name)
+        cfg = copy.deepcopy(open_clip.get_model_config(name))
+    if context_length is not None:
+        cfg["text_cfg"]["context_length"] = int(context_length)
+    custom = cfg.pop("custom_text", False) or "hf_model_name" in cfg.get("text_cfg", {})
+    cls = open_clip.CustomTextCLIP if custom else open_clip.CLIP
+    return cls(**cfg), name, cfg
+
+
+MAX_LAYERS = 256  # per tower; the largest CLIPs have 48. Bounds the module count before anything is built
+
+
+MAX_CONTEXT = 4096
+
+
+def _check_spec(path: Path, ckpt: dict) -> None:
+    """A checkpoint's model_spec and tensors, before a model is built from them."""
+    import torch
+
+    spec, sd = ckpt.get("model_spec"), ckpt.get("state_dict")
+    cfg = spec.get("open_clip_cfg") if isinstance(spec, dict) else None
+    if not isinstance(spec, dict) or not (isinstance(cfg, dict) or isinstance(spec.get("open_clip_name"), str)):
+        raise UserError(f"{path}: damaged comco checkpoint: no model_spec with an open_clip_cfg or open_clip_name")
+    if not isinstance(sd, dict) or not sd or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+        raise UserError(f"{path}: damaged comco checkpoint: no state_dict of tensors")
+    ctx = ckpt.get("context_length")
+    if ctx is not None and not (isinstance(ctx, int) and 1 <= ctx <= MAX_CONTEXT):
+        raise UserError(f"{path}: damaged comco checkpoint: context_length {ctx!r} (1..{MAX_CONTEXT})")
+    for tower in ("vision_cfg", "text_cfg"):
+        part = (cfg or {}).get(tower, {})
+        if not isinstance(part, dict):
+            raise UserError(f"{path}: damaged comco checkpoint: open_clip_cfg.{tower} is not a table")
+        layers = part.get("layers", 1)
+        count = sum(layers) if isinstance(layers, (list, tuple)) else layers
+        if not isinstance(count, int) or not 0 <= count <= MAX_LAYERS:
+            raise UserError(f"{path}: damaged comco checkpoint: {tower} layers {layers!r} (at most {MAX_LAYERS})")
+
+
+def _matches_tensors(path: Path, ckpt: dict) -> None:
+    """Build the architecture on the meta device (no memory) and compare every tensor's shape
+    with the file's: sizes that disagree (an edited or damaged checkpoint, absurd widths) end
+    here, before the real model is allocated."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            model, _, _ = build_open_clip(ckpt["model_spec"], ckpt.get("context_length"))
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - open_clip rejects a bad config in many ways
+        first = (str(exc).strip().splitlines() or [""])[0][:120]
+        raise UserError(f"{path}: damaged comco checkpoint: its open_clip_cfg does not build "
+                        f"({exc.__class__.__name__}: {first})") from None
+    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    have = {k: tuple(v.shape) for k, v in ckpt["state_dict"].items()}
+    problems = [f"{k} missing" for k in want if k not in have]
+    problems += [f"{k} is {list(have[k])}, the spec needs {list(want[k])}"
+                 for k in want if k in have and have[k] != want[k]]
+    problems += [f"{k} is not in the spec" for k in have if k not in want]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(f"{path}: damaged comco checkpoint: its model_spec does not match its tensors: "
+                        f"{problems[0]}{more}")
+
+
+def load_ckpt(path: Path, device: str) -> LoadedModel:
+    import open_clip
+
+    ckpt = load_checkpoint(path)
+    _check_spec(path, ckpt)
+    hf_text = "hf_model_name" in ((ckpt["model_spec"].get("open_clip_cfg") or {}).get("text_cfg") or {})
+    if not hf_text:  # an hf text tower would fetch its config to build even on meta; its load stays strict
+        _matches_tensors(path, ckpt)
+    model, name, cfg = build_open_clip(ckpt["model_spec"], ckpt.get("context_length"))
+    try:
+        model.load_state_dict(ckpt["state_dict"])
+    except RuntimeError as exc:
+        last = str(exc).strip().splitlines()[-1].strip()[:160]
+        raise UserError(f"{path}: damaged comco checkpoint: {last}") from None
+    model.to(device)
+    size = model.visual.image_size
+    pre = ckpt["model_spec"].get("preprocess", {})
+    preprocess = open_clip.image_transform(size, is_train=False, mean=pre.get("mean", OPENAI_MEAN),
+                                           std=pre.get("std", OPENAI_STD))
+    hf_tok = cfg.get("text_cfg", {}).get("hf_tokenizer_name")
+    if hf_tok:
+        tokenizer = open_clip.HFTokenizer(hf_tok, context_length=model.context_length)
+    else:
+        tokenizer = open_clip.SimpleTokenizer(context_length=model.context_length)
+    text_map = ckpt.get("text_map")
+    if text_map is not None:
+        text_map = text_map.float().to(device)
+    identity = f"ckpt/{ckpt['kind']}/{file_digest(path)}"
+    return wrap_open_clip(f"ckpt:{path}", None, identity, model, preprocess, tokenizer, device, text_map)

@@ -1,0 +1,136 @@
+"""`hf:DIR`: a local transformers CLIPModel, SiglipModel or Siglip2Model folder (SigLIP 2 with
+its own NaFlex input)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from comco.errors import UserError
+from comco.io import folder_digest
+from comco.models.loaded import OPENAI_MEAN, OPENAI_STD, LoadedModel
+
+
+def load_hf(path: Path, device: str) -> LoadedModel:
+    import json
+
+    if not (path / "config.json").is_file():
+        raise UserError(f"{path} is not a transformers model folder (no config.json); "
+                        "save one with model.save_pretrained(DIR) and pass hf:DIR")
+    config = json.loads((path / "config.json").read_text())
+    model_type = config.get("model_type")
+    if model_type not in ("clip", "siglip", "siglip2"):
+        raise UserError(f"{path} holds a '{model_type}' model; hf:DIR takes a CLIPModel or SiglipModel")
+    import transformers
+
+    cls = {"clip": transformers.CLIPModel, "siglip": transformers.SiglipModel,
+           "siglip2": getattr(transformers, "Siglip2Model", transformers.SiglipModel)}[model_type]
+    model = cls.from_pretrained(str(path), local_files_only=True).to(device).eval()
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except ImportError as exc:  # e.g. a SigLIP spiece.model without the sentencepiece package
+        lib = "sentencepiece" if "sentencepiece" in str(exc).lower() else "a package it names"
+        raise UserError(f"the tokenizer in {path} needs {lib}, which is not installed; install it "
+                        "or save a fast tokenizer (tokenizer.json) there") from None
+    except (OSError, ValueError, TypeError):
+        raise UserError(f"{path} has no tokenizer files; save the tokenizer there too "
+                        "(tokenizer.save_pretrained(DIR))") from None
+    context_length = int(model.config.text_config.max_position_embeddings)
+    identity = f"hf/{model_type}/{folder_digest(path)}"
+
+    def tokenize(texts):
+        out = tok(texts, padding="max_length", truncation=True, max_length=context_length, return_tensors="pt")
+        return out["input_ids"]
+
+    # CLIP pools at EOS under a causal mask and SigLIP was trained on max-length padding
+    # without a mask, so neither needs an attention mask here.
+    def enc_text(ids):
+        return _features(model.get_text_features(input_ids=ids))
+
+    def enc_image(x):
+        return _features(model.get_image_features(pixel_values=x))
+
+    if model_type == "siglip2":  # NaFlex: patches of the image at its own aspect ratio
+        preprocess, enc_image = _naflex(path, model)
+    else:
+        preprocess = _hf_transform(path, model.config)
+    return LoadedModel(
+        name=f"hf:{path}", pretrained=None, identity=identity, family="hf", model=model,
+        preprocess=preprocess, context_length=context_length, device=device,
+        _tokenize=tokenize, _encode_image=enc_image, _encode_text=enc_text)
+
+
+def _naflex(path: Path, model) -> tuple[Callable, Callable]:
+    """SigLIP 2's processor and image encoder, with the image input packed in one tensor.
+
+    Its processor resizes an image, keeping its aspect ratio, to at most max_num_patches
+    patches, flattens them and pads to max_num_patches; the model takes the patches, a
+    mask of the real ones and the patch grid (h, w). The rest of comco stacks one tensor
+    per image, so row 0 carries (h, w) and rows 1.. the patches; the real patches come
+    first, so the mask is the first h * w rows.
+    """
+    import torch
+    import transformers
+
+    vision = model.config.vision_config
+    if (path / "preprocessor_config.json").is_file():
+        processor = transformers.Siglip2ImageProcessor.from_pretrained(str(path), local_files_only=True)
+    else:
+        processor = transformers.Siglip2ImageProcessor(patch_size=vision.patch_size, max_num_patches=vision.num_patches)
+
+    def preprocess(im):
+        out = processor(images=im.convert("RGB"), return_tensors="pt")
+        patches, shape = out["pixel_values"][0], out["spatial_shapes"][0]
+        head = torch.zeros(1, patches.shape[1], dtype=patches.dtype)
+        head[0, :2] = shape.to(patches.dtype)
+        return torch.cat([head, patches])
+
+    def enc_image(x):
+        shapes = x[:, 0, :2].round().long()
+        patches = x[:, 1:]
+        mask = torch.arange(patches.shape[1], device=x.device)[None, :] < (shapes[:, 0] * shapes[:, 1])[:, None]
+        return _features(model.get_image_features(pixel_values=patches, pixel_attention_mask=mask.long(),
+                                                  spatial_shapes=shapes))
+
+    return preprocess, enc_image
+
+
+def _features(out):
+    """transformers 5 returns a model output whose pooler_output is the projected feature."""
+    return out if hasattr(out, "dim") else out.pooler_output
+
+
+def _hf_transform(path: Path, config) -> Callable:
+    """The model's own image processor as torchvision steps.
+
+    CLIP processors resize the shortest edge and centre-crop; SigLIP processors resize to
+    height x width (squashing a non-square image) and do not crop.
+    """
+    import json
+
+    from torchvision import transforms as T
+
+    size = int(config.vision_config.image_size)
+    mean, std = OPENAI_MEAN, OPENAI_STD
+    squash = config.model_type.startswith("siglip")
+    resize: Any = size
+    interpolation = T.InterpolationMode.BICUBIC
+    pp = path / "preprocessor_config.json"
+    if pp.is_file():
+        cfg = json.loads(pp.read_text())
+        mean, std = tuple(cfg.get("image_mean", mean)), tuple(cfg.get("image_std", std))
+        s = cfg.get("size", size)
+        if isinstance(s, dict) and "height" in s and "width" in s and not cfg.get("do_center_crop", False):
+            squash, resize = True, (int(s["height"]), int(s["width"]))
+        else:
+            squash = False
+            resize = int(s.get("shortest_edge", s.get("height", size))) if isinstance(s, dict) else int(s)
+        interpolation = {0: T.InterpolationMode.NEAREST, 2: T.InterpolationMode.BILINEAR}.get(
+            cfg.get("resample"), T.InterpolationMode.BICUBIC)
+    elif squash:
+        mean, std = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
+    if squash:
+        geometry = [T.Resize(resize if isinstance(resize, tuple) else (size, size), interpolation=interpolation)]
+    else:
+        geometry = [T.Resize(resize, interpolation=interpolation), T.CenterCrop(size)]
+    return T.Compose([T.Lambda(lambda im: im.convert("RGB")), *geometry, T.ToTensor(), T.Normalize(mean, std)])
