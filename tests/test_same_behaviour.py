@@ -64,3 +64,18 @@ def test_draft_pixels_and_probe_numbers_are_identical(tmp_path):
         "--no-plots", "--no-cache", "--quiet", "--out", tmp_path / "p")
     res = json.loads((tmp_path / "p" / "results.json").read_text())
     assert hashlib.sha256(json.dumps(res["probes"], sort_keys=True).encode()).hexdigest() == PROBE
+
+
+EVAL = "31945fa7dd63c86e02c40c4dc2035b2b86f4d8d54de4cb9ff1afec9952803d7f"
+
+
+@pytest.mark.torch
+def test_eval_numbers_are_identical(tmp_path):
+    from support.natural import write_coco
+
+    root = write_coco(tmp_path / "coco", n_images=6, captions_per_image=(5, 5, 6, 5, 5, 5))
+    run("eval", "retrieval", "--benchmark", "coco", "--root", root, "--model", "ViT-S-32", "--pretrained", "none",
+        "--no-cache", "--quiet", "--device", "cpu", "--out", tmp_path / "eval")
+    res = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert hashlib.sha256(json.dumps([m["result"] for m in res["models"]], sort_keys=True).encode()).hexdigest() == EVAL
+    assert res["published"][0]["t2i"]["R@1"] == 0.404  # the published rows read as the paper prints them

@@ -117,7 +117,8 @@ def published_retrieval(benchmark: str) -> list[dict]:
 
     Args:
         benchmark: comco eval's benchmark name ("urban1k", "docci", ...)."""
-    return [{"model": model, "source": DEBIAS_SOURCE, "t2i": {"R@1": t2i / 100}, "i2t": {"R@1": i2t / 100}}
+    return [{"model": model, "source": DEBIAS_SOURCE, "t2i": {"R@1": round(t2i / 100, 4)},
+             "i2t": {"R@1": round(i2t / 100, 4)}}
             for model, (t2i, i2t) in RETRIEVAL_R1.get(benchmark, {}).items()]
 
 
@@ -125,5 +126,5 @@ def published_analysis(benchmark: str, analysis: str) -> list[dict]:
     """Published rows for an analysis, only where they were measured (DOCCI test)."""
     if benchmark != ANALYSES_BENCHMARK:
         return []
-    return [{"model": model, "source": DEBIAS_SOURCE, "r1": {k: v / 100 for k, v in values.items()}}
+    return [{"model": model, "source": DEBIAS_SOURCE, "r1": {k: round(v / 100, 4) for k, v in values.items()}}
             for model, values in ANALYSES_R1.get(analysis, {}).items()]
