@@ -49,6 +49,32 @@ def scratch_cfg(resolution: int = 64, patch_size: int = 8, vision_width: int = 1
     }
 
 
+def initial_module(seed: int, options: dict):
+    """(open_clip config, module) with the initial weights of a scratch run of this seed."""
+    import open_clip
+
+    model_cfg = scratch_cfg(**{k: options.get(k, v) for k, v in SIZE.items()})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # the initial weights are part of the seeded run
+        module = open_clip.CLIP(**model_cfg)
+    return model_cfg, module
+
+
+def _spec(model_cfg: dict) -> dict:
+    return {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": model_cfg,
+            "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
+
+
+def save_initial(path: Path, seed: int, options: dict) -> Path:
+    """The untrained model a scratch run of this seed starts from, as a checkpoint: the
+    architecture's own prior, probed beside the trained models."""
+    from comco.models.factory import save_checkpoint
+
+    model_cfg, module = initial_module(seed, options)
+    return save_checkpoint(path, kind="scratch", model=module, model_spec=_spec(model_cfg),
+                           extra={"initial": True, "seed": seed})
+
+
 class ScratchTask:
     kind = "scratch"
 
@@ -61,10 +87,7 @@ class ScratchTask:
         self.cfg = cfg
         self.samples = data.samples
         size = {k: cfg.options.get(k, v) for k, v in SIZE.items()}
-        self.model_cfg = scratch_cfg(**size)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(cfg.seed)  # the initial weights are part of the seeded run
-            self.module = open_clip.CLIP(**self.model_cfg)
+        self.model_cfg, self.module = initial_module(cfg.seed, cfg.options)
         self.tokenizer = open_clip.SimpleTokenizer(context_length=size["context_length"])
         cache = Path(cache_dir) if cache_dir else Path(cfg.out) / "cache"
         self.images = CachedImages.build([s.image for s in self.samples], size["resolution"], cache,
@@ -106,9 +129,7 @@ class ScratchTask:
         return decay_groups(self.module, weight_decay)
 
     def checkpoint_payload(self) -> dict:
-        spec = {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": self.model_cfg,
-                "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
-        return {"kind": self.kind, "model": self.module, "model_spec": spec, "extra": {}}
+        return {"kind": self.kind, "model": self.module, "model_spec": _spec(self.model_cfg), "extra": {}}
 
     def load_state(self, checkpoint: dict) -> None:
         self.module.load_state_dict(checkpoint["state_dict"])

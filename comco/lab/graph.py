@@ -130,6 +130,12 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                                     {"data": train_id}))
         if "scratch" not in want:
             continue
+        if "probe" in want:
+            # the architecture's own prior: each seed's untrained initial weights, probed alike
+            for seed in scratch["seeds"]:
+                stages.append(Stage(f"probe-prior-{oset}-s{seed}", "probe", {
+                    **probe_cfg, "summary": True, "analyses": [], "prior": {"seed": seed, **model_size}},
+                    {"test": test_id}))
         for p in data["order_bias"]:
             for seed in scratch["seeds"]:
                 sid = f"scratch-{oset}-{_p(p)}-s{seed}"

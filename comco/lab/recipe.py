@@ -1,6 +1,7 @@
 """Lab recipes: TOML files with a strict schema, and scales that override them.
 
-A recipe names its stages and the settings of each; `[scales.NAME]` tables replace
+A recipe names its stages and the settings of each (`[gates]` holds the competence
+thresholds a model must reach before its numbers count); `[scales.NAME]` tables replace
 settings key by key for one scale (`smoke`, `small`, `full`). Every key, stage and
 value is checked before anything runs: a mistake ends the command with exit code 2
 and one line that names the key (`comco.errors.UserError`).
@@ -173,7 +174,14 @@ SCHEMA: dict[str, dict[str, Callable]] = {
                 "seeds": _list(_int(0)), "steps": _int(1), "batch_size": _int(2),
                 "lr": _float(0.0, 1.0, open_lo=True)},
     "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES)},
+    # competence gates: the least value of each figure a model must reach on the held-out
+    # test set before any of its numbers enters a fit, a comparison or a paragraph
+    "gates": {"set_r1": _float(0.0, 1.0), "swap_largest": _float(0.0, 1.0), "swap_small": _float(0.0, 1.0),
+              "presence_tor": _float(0.0, 1.0), "presence_ior": _float(0.0, 1.0), "min_passing": _int(2)},
 }
+# recipe key -> the figure of comco.probes.gates it bounds
+GATE_KEYS = {"set_r1": "set R@1", "swap_largest": "swap largest", "swap_small": "swap small",
+             "presence_tor": "presence TOR", "presence_ior": "presence IOR"}
 TOP = {"name": _str(), "description": _str(), "stages": _list(_choice(STAGES))}
 
 
@@ -270,6 +278,11 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
         extra = [x for x in s["labclip"]["seeds"] if x not in s["scratch"]["seeds"]]
         if extra:
             raise UserError(f"recipe key 'labclip.seeds': seed {extra[0]} is not one of scratch.seeds")
+    seeds = s["scratch"]["seeds"]
+    if "probe" in stages and len(seeds) < s["gates"]["min_passing"]:
+        raise UserError(f"recipe key 'scratch.seeds' = {seeds}: {len(seeds)} seed(s) per p cannot give "
+                        f"gates.min_passing = {s['gates']['min_passing']} passing models (an interval across "
+                        "seeds needs at least 2); add seeds")
     if s["scratch"]["context_length"] < 8 or s["finetune"]["keep"] >= s["scratch"]["context_length"]:
         raise UserError(f"recipe key 'finetune.keep' = {s['finetune']['keep']}: must be below "
                         f"scratch.context_length {s['scratch']['context_length']}")
