@@ -158,7 +158,8 @@ SCHEMA: dict[str, dict[str, Callable]] = {
     "render": {"preset": _choice(PRESETS), "resolution": _int(16, 2048), "workers": _int(0, 256),
                "device": _choice(("cpu", "cuda", "optix"))},
     "scratch": {
-        "seeds": _list(_int(0)), "captions": _list(_str()), "width": _int(32, 4096), "layers": _int(1, 48),
+        "seeds": _list(_int(0)), "captions": _list(_str()), "tower": _choice(("vit", "conv")),
+        "width": _int(32, 4096), "layers": _int(1, 48),
         "patch_size": _int(2, 64), "context_length": _int(8, 512), "batch_size": _int(2),
         "steps": _int(1), "lr": _float(0.0, 1.0, open_lo=True), "warmup": _int(0),
         "weight_decay": _float(0.0, 10.0),
@@ -267,6 +268,11 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
         for need in STAGE_NEEDS.get(stage, ()):
             if need not in stages:
                 raise UserError(f"recipe key 'stages': stage '{stage}' needs stage '{need}'")
+    seeds = s["scratch"]["seeds"]
+    if "probe" in stages and len(seeds) < s["gates"]["min_passing"]:
+        raise UserError(f"recipe key 'scratch.seeds' = {seeds}: {len(seeds)} seed(s) per p cannot give "
+                        f"gates.min_passing = {s['gates']['min_passing']} passing models (an interval across "
+                        "seeds needs at least 2); add seeds")
     biases = s["data"]["order_bias"]
     if "finetune" in stages and s["finetune"]["order_bias"] not in biases:
         raise UserError(f"recipe key 'finetune.order_bias' = {s['finetune']['order_bias']}: "
@@ -278,15 +284,13 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
         extra = [x for x in s["labclip"]["seeds"] if x not in s["scratch"]["seeds"]]
         if extra:
             raise UserError(f"recipe key 'labclip.seeds': seed {extra[0]} is not one of scratch.seeds")
-    seeds = s["scratch"]["seeds"]
-    if "probe" in stages and len(seeds) < s["gates"]["min_passing"]:
-        raise UserError(f"recipe key 'scratch.seeds' = {seeds}: {len(seeds)} seed(s) per p cannot give "
-                        f"gates.min_passing = {s['gates']['min_passing']} passing models (an interval across "
-                        "seeds needs at least 2); add seeds")
     if s["scratch"]["context_length"] < 8 or s["finetune"]["keep"] >= s["scratch"]["context_length"]:
         raise UserError(f"recipe key 'finetune.keep' = {s['finetune']['keep']}: must be below "
                         f"scratch.context_length {s['scratch']['context_length']}")
-    if s["render"]["resolution"] % s["scratch"]["patch_size"]:
+    if s["scratch"]["tower"] == "conv" and s["render"]["resolution"] % 32:
+        raise UserError(f"recipe key 'render.resolution' = {s['render']['resolution']}: the conv tower "
+                        "(scratch.tower) needs a multiple of 32")
+    if s["scratch"]["tower"] == "vit" and s["render"]["resolution"] % s["scratch"]["patch_size"]:
         raise UserError(f"recipe key 'render.resolution' = {s['render']['resolution']}: not a multiple of "
                         f"scratch.patch_size {s['scratch']['patch_size']}")
     if "long" not in s["data"]["captions"] and ({"finetune", "analyses"} & set(stages)):

@@ -177,7 +177,8 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
     w, layers = config["width"], config["layers"]
     options = {"captions": config["captions"], "resolution": config["resolution"],
                "patch_size": config["patch_size"], "context_length": config["context_length"],
-               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers}
+               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers,
+               "vision_tower": config.get("tower", "vit")}
     return _train("scratch", out, deps["data"] / DATA, config, options, warmup=config["warmup"],
                   weight_decay=config["weight_decay"], workers=0)
 
@@ -239,7 +240,8 @@ def _prior_model(config: dict, out: Path) -> Path:
     p = config["prior"]
     w, layers = p["width"], p["layers"]
     options = {"resolution": p["resolution"], "patch_size": p["patch_size"], "context_length": p["context_length"],
-               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers}
+               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers,
+               "vision_tower": p.get("tower", "vit")}
     return save_initial(out / "model.pt", p["seed"], options)
 
 
