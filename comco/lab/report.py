@@ -520,8 +520,8 @@ def _xy(probes, ps, seeds, family, n, template, idx):
 def _dose_paragraph(what: str, ps: list, first: dict, last: dict, sl: dict, chance: float, claim: str,
                     gate: tuple[bool, str] = (True, ""), prior: dict | None = None) -> str:
     if not gate[0]:
-        return (f"{what.capitalize()}: too few models passed the competence gates ({gate[1]}), so this scale "
-                f"cannot answer the question of {claim}.")
+        return (f"{what[0].upper()}{what[1:]}: too few models passed the competence gates ({gate[1]}), so this "
+                f"scale cannot answer the question; it cannot test {claim}.")
     if first.get("mean") is None or last.get("mean") is None:
         return f"{what.capitalize()}: not measured at both ends of p."
     text = (f"From p = {ps[0]:g} to p = {ps[-1]:g}, {what} goes from {pct(first)} to {pct(last)} "
@@ -584,7 +584,7 @@ def _finetune_sections(doc, out, fig, oset, s, seeds, info, passing=None, prior=
           f"steps and seeds ({s['finetune']['steps']} steps, batch {s['finetune']['batch_size']}, lr "
           f"{s['finetune']['lr']:g}, text positions stretched with the first {s['finetune']['keep']} kept):")
     doc.table(["variant", "sampler", "loss weights", "short caption"], rows)
-    counts = sorted({n for rs in res.values() for r in rs for n in r.get("tor", {}).get("and", {})}, key=int)
+    counts = sorted({n for rs in ran.values() for r in rs for n in r.get("tor", {}).get("and", {})}, key=int)
     n = counts[-1] if counts else None
     cols = [("TOR `and`: 1st share", "tor", "and", 0), ("TOR summary: 1st share", "tor", "summary", 0),
             ("IOR: largest share", "ior", None, 0), ("sensitivity: 1st share", "sens", None, 0)]
