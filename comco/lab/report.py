@@ -1,5 +1,10 @@
 """The lab's report: report.md, report.html (images inline) and results.json.
 
+The first results table is the competence gates (comco.probes.gates) of every probed
+model; a model below a gate is listed there and left out of every fit, comparison and
+paragraph, and the untrained models of each seed (the architecture's prior) sit beside
+the trained ones in every table as a reference.
+
 Numbers come from the finished stages' folders; every paragraph is written from them
 by comparing values and their intervals across seeds (mean with a Student-t 95 %
 interval over seeds), and says so when the spread is too wide to conclude. Published
@@ -794,7 +799,8 @@ def _what_was_run(doc, out: Path, recipe: dict, stages: list, info: dict) -> Non
     doc.p(f"Stages: {', '.join(recipe['stages'])}. Order bias p: {', '.join(f'{p:g}' for p in s['data']['order_bias'])}. "
           f"Training seeds: {', '.join(map(str, s['scratch']['seeds']))}; data seed {s['data']['seed']}, test seed "
           f"{s['data']['test_seed']}; probe/bootstrap seed {s['probe']['seed']} ({s['probe']['bootstrap']} resamples). "
-          f"Renders: preset `{s['render']['preset']}`, {s['render']['resolution']} px. Scratch CLIP: width "
+          f"Renders: preset `{s['render']['preset']}`, {s['render']['resolution']} px. Scratch CLIP: "
+          f"{'conv' if s['scratch'].get('tower') == 'conv' else 'ViT'} image tower, width "
           f"{s['scratch']['width']}, {s['scratch']['layers']} layers, patch {s['scratch']['patch_size']}, context "
           f"{s['scratch']['context_length']}, {s['scratch']['steps']} steps of batch {s['scratch']['batch_size']} "
           f"(lr {s['scratch']['lr']:g}) on captions {', '.join(s['scratch']['captions'])}.")
