@@ -1,14 +1,26 @@
-"""Why the lab runs independent trainings side by side with one thread each.
+"""Two measurements behind the lab's small scale.
 
     python benchmarks/lab.py [--steps 60]
+    python benchmarks/lab.py --gates --train TRAIN --test TEST [--steps 1500 --every 250 ...]
 
-Two `comco train scratch` runs of the same size, on a small rendered simco set:
-(a) one after the other, each with 2 torch threads; (b) both at once, 1 thread each.
-Prints both wall times and their ratio, measured in one run. For the whole lab's
-wall time per stage, see the "What was run" section of a report (docs/lab-small/).
+(1) Why the lab runs independent trainings side by side with one thread each: two
+`comco train scratch` runs of the same size, on a small rendered simco set, (a) one
+after the other, each with 2 torch threads; (b) both at once, 1 thread each. Prints both
+wall times and their ratio, measured in one run.
+
+(2) `--gates`: how long a model kind needs to pass the competence gates. Trains one
+scratch model on TRAIN (a lab captions stage's data, e.g. OUT/stages/captions-simco-p1/data
+of `comco lab run ... --scale small` with stages render and captions), stops every
+`--every` steps, measures the gates (comco.probes.gates) on TEST (the held-out test set
+with singles, OUT/stages/render-test-simco/data) and prints per evaluation the steps,
+the training seconds so far, samples per second and each gate figure; at the end, the
+seconds to pass every gate (training time only, evaluation excluded) and, from the
+measured seconds per step, the scratch-training share of the small scale's 30 minutes.
+For the whole lab's wall time per stage, see the "What was run" section of a report.
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +29,7 @@ import time
 from pathlib import Path
 
 PY = sys.executable
+GATES = {"set R@1": 0.8, "swap largest": 0.9, "swap small": 0.9, "presence TOR": 0.9, "presence IOR": 0.9}
 
 
 def train(data: Path, out: Path, steps: int, threads: int, seed: int) -> subprocess.Popen:
@@ -33,10 +46,7 @@ def wait_all(procs) -> None:
             raise SystemExit(err[-2000:])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=60)
-    args = ap.parse_args()
+def threads_benchmark(steps: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         data = tmp / "data"
@@ -45,13 +55,110 @@ def main() -> None:
                        check=True, capture_output=True)
         t = time.perf_counter()
         for seed in (0, 1):
-            wait_all([train(data, tmp / f"seq{seed}", args.steps, 2, seed)])
+            wait_all([train(data, tmp / f"seq{seed}", steps, 2, seed)])
         sequential = time.perf_counter() - t
         t = time.perf_counter()
-        wait_all([train(data, tmp / f"par{seed}", args.steps, 1, seed) for seed in (0, 1)])
+        wait_all([train(data, tmp / f"par{seed}", steps, 1, seed) for seed in (0, 1)])
         parallel = time.perf_counter() - t
-    print(f"two trainings of {args.steps} steps: one after the other with 2 threads {sequential:.1f} s, "
+    print(f"two trainings of {steps} steps: one after the other with 2 threads {sequential:.1f} s, "
           f"side by side with 1 thread each {parallel:.1f} s -> {sequential / parallel:.2f}x")
+
+
+def measure_gates(test: Path, checkpoint: Path, template: str, batch_size: int) -> dict:
+    from comco.models import load_model
+    from comco.probes import Embedder, gate_figures, open_dataset
+
+    emb = Embedder(load_model(f"ckpt:{checkpoint}", None, "cpu"), cache_dir=None, batch_size=batch_size)
+    return gate_figures(open_dataset(test), emb, template, n_boot=0, seed=0)
+
+
+def gates_benchmark(args) -> None:
+    import torch
+
+    from comco.probes import gate_passes
+    from comco.train import make_config, run_training
+
+    torch.set_num_threads(args.threads)
+    w = args.width
+    options = {"captions": ["and"], "resolution": args.resolution, "patch_size": args.patch_size,
+               "context_length": args.context_length, "vision_width": w, "text_width": w, "embed_dim": w,
+               "vision_layers": args.layers, "text_layers": args.layers, "vision_tower": args.tower}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(args.out or tmp)
+        ckpt, train_s, passed_at, rows = out / "checkpoint.pt", 0.0, None, []
+        step = 0
+        while step < args.steps:
+            cfg = make_config("scratch", data=str(args.train), out=str(out), seed=args.seed, steps=args.steps,
+                              batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
+                              weight_decay=args.weight_decay, device="cpu", workers=0, quiet=True,
+                              checkpoint_every=args.every, stop_after=args.every, options=options,
+                              resume=str(ckpt) if ckpt.is_file() else None)
+            t = time.perf_counter()
+            summary = run_training(cfg)
+            train_s += time.perf_counter() - t
+            step = summary["step"]
+            model = out / "model.pt" if step >= args.steps else ckpt
+            t = time.perf_counter()
+            figs = measure_gates(args.test, model, "and", 256)
+            eval_s = time.perf_counter() - t
+            ok, failed = gate_passes(figs, GATES)
+            row = {"step": step, "train_s": round(train_s, 1), "eval_s": round(eval_s, 1),
+                   "samples_per_s": round(step * args.batch_size / train_s, 1),
+                   **{k: round(v["acc"], 3) for k, v in figs.items()}, "passed": ok}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if ok and passed_at is None:
+                passed_at = row
+                if args.stop_at_pass:
+                    break
+    kind = (f"scratch {args.tower} w{w} l{args.layers} p{args.patch_size} {args.resolution}px "
+            f"b{args.batch_size} lr{args.lr:g}")
+    per_step = rows[-1]["train_s"] / rows[-1]["step"]
+    if passed_at:
+        print(f"{kind}: passes every gate at step {passed_at['step']} after {passed_at['train_s']:.0f} s of training "
+              f"({passed_at['samples_per_s']:.0f} samples/s)")
+    else:
+        worst = {k: rows[-1][k] for k in GATES}
+        print(f"{kind}: no pass within {rows[-1]['step']} steps ({rows[-1]['train_s']:.0f} s, "
+              f"{rows[-1]['samples_per_s']:.0f} samples/s); last figures {worst}")
+    # the small scale trains 5 p x 3 seeds side by side, `jobs` at a time on 1 thread each
+    steps = passed_at["step"] if passed_at else args.steps
+    trainings = args.models * steps * per_step / args.jobs
+    print(f"small scale estimate: {args.models} scratch trainings of {steps} steps, {args.jobs} at a time: "
+          f"{trainings / 60:.1f} min of the 30 min budget for scratch training alone")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=None, help="training steps (threads: 60; gates: 1500)")
+    ap.add_argument("--gates", action="store_true", help="seconds to pass the competence gates")
+    ap.add_argument("--train", type=Path)
+    ap.add_argument("--test", type=Path)
+    ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
+    ap.add_argument("--every", type=int, default=250)
+    ap.add_argument("--stop-at-pass", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--width", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--patch-size", type=int, default=8)
+    ap.add_argument("--tower", choices=("vit", "conv"), default="vit", help="the image tower")
+    ap.add_argument("--resolution", type=int, default=64)
+    ap.add_argument("--context-length", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--models", type=int, default=15, help="scratch trainings in the scale (p values x seeds)")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    if args.gates:
+        if not (args.train and args.test):
+            ap.error("--gates needs --train and --test dataset folders")
+        args.steps = args.steps or 1500
+        gates_benchmark(args)
+    else:
+        threads_benchmark(args.steps or 60)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Everything that measures a model: embedding with caches, TOR, IOR, I2TOR, matching,
-TOC/IOC, binding, attention, text sensitivity; natural benchmarks in `natural`."""
+TOC/IOC, binding, attention, text sensitivity,
+competence gates; natural benchmarks in `natural`."""
 
 from comco.lazy import door
 
@@ -8,4 +9,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "write_reports": "report", "Embedder": "embed", "DEFAULT_CACHE": "embed", "open_dataset": "probe_data",
     "sensitivity": "sensitivity", "tor_summary": "sensitivity",
     "name_list": "texts", "check_gallery": "tor",
+    "GATE_FIGURES": "gates", "gate_figures": "gates", "gate_passes": "gates", "ior_present_only": "gates",
 })

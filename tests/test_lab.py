@@ -16,7 +16,7 @@ import pytest
 pytestmark = [pytest.mark.bpy, pytest.mark.torch]
 
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "order-bias.toml"
-SECTIONS = ["### Sample of the rendered training images", "### TOR: which mention position",
+SECTIONS = ["### Sample of the rendered training images", "### Competence gates", "### TOR: which mention position",
             "### IOR: which object the image encoder retrieves", "### Text sensitivity",
             "### Before and after Long-CLIP and DeBias fine-tuning", "### DeBias analyses",
             "### LABCLIP: attribute binding", "## What was run"]
@@ -53,7 +53,7 @@ def numbers(out: Path) -> dict:
 
 def test_smoke_runs_every_stage_and_writes_the_report(run_dir):
     out, result = run_dir
-    assert result["skipped"] == 0 and set(result["ran"]) == set(result["stages"]) and len(result["ran"]) == 35
+    assert result["skipped"] == 0 and set(result["ran"]) == set(result["stages"]) and len(result["ran"]) == 37
     md = (out / "report.md").read_text(encoding="utf-8")
     positions = [md.find(s) for s in SECTIONS]
     assert all(p >= 0 for p in positions), [s for s, p in zip(SECTIONS, positions) if p < 0]
@@ -76,7 +76,12 @@ def test_smoke_runs_every_stage_and_writes_the_report(run_dir):
     assert md.count("A line fitted through all") >= 6
     assert "Paired by seed against the base model" in md
     res = numbers(out)["object_sets"]["simco"]
-    assert set(res) == {"dose_response", "finetune", "labclip"}
+    assert set(res) == {"gates", "dose_response", "finetune", "labclip"}
+    # the first results table: every probed model's gates (the smoke gates are 0: all trained models pass)
+    gates = res["gates"]["models"]
+    assert len(gates) == 2 * 2 + 5 * 2 + 2 and all(g["passed"] for g in gates.values() if g["trained"])
+    assert {g["trained"] for k, g in gates.items() if "prior" in k} == {False}
+    assert md.count("*architecture prior* (untrained)") >= 6  # beside the trained models in every table
     assert {"tor_3", "tor_4", "ior_3", "ior_4", "sensitivity_3", "sensitivity_4"} <= set(res["dose_response"])
 
 
@@ -101,7 +106,7 @@ def test_a_second_run_does_no_work(run_dir):
     mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("stage.json")}
     report = (out / "report.md").stat().st_mtime_ns
     again = lab(out)
-    assert again["ran"] == [] and again["skipped"] == 35
+    assert again["ran"] == [] and again["skipped"] == 37
     assert {p: p.stat().st_mtime_ns for p in out.rglob("stage.json")} == mtimes
     assert (out / "report.md").stat().st_mtime_ns == report
 
@@ -128,13 +133,37 @@ def test_changing_one_training_setting_reruns_training_and_what_follows_and_the_
     changed_recipe = tmp_path / "order-bias.toml"
     changed_recipe.write_text(changed_source, encoding="utf-8")
     changed = lab(out, changed_recipe)
-    expected = {s for s in first["stages"] if not s.startswith(("render-", "captions-"))}
+    # the untrained priors do not depend on training settings
+    expected = {s for s in first["stages"] if not s.startswith(("render-", "captions-", "probe-prior-"))}
     assert set(changed["ran"]) == expected
     assert numbers(out) != original
     # back to the recipe's setting: the same stages run again and give the same numbers
     back = lab(out)
     assert set(back["ran"]) == expected
     assert numbers(out) == original
+
+
+def test_models_below_the_gates_count_nowhere(run_dir, tmp_path):
+    """Raising one gate re-renders only the report: the failing models are listed and marked,
+    every fit and comparison leaves them out, and the paragraphs say the scale cannot answer."""
+    out, _ = run_dir
+    source = RECIPE.read_text(encoding="utf-8")
+    strict = tmp_path / "order-bias.toml"
+    strict.write_text(source.replace("[scales.smoke.gates]\nset_r1 = 0.0", "[scales.smoke.gates]\nset_r1 = 1.0", 1))
+    assert strict.read_text() != source
+    try:
+        again = lab(out, strict)
+        assert again["ran"] == ["report"]
+        md = (out / "report.md").read_text(encoding="utf-8")
+        res = numbers(out)["object_sets"]["simco"]
+        trained = [g for g in res["gates"]["models"].values() if g["trained"]]
+        assert trained and all(not g["passed"] and "set R@1" in g["failed"] for g in trained)
+        assert "**fail**: set R@1" in md and "0 of 14 trained models pass" in md
+        assert "A line fitted through all" not in md
+        assert md.count("cannot answer") >= 6
+        assert all(s["mean"] is None for s in res["dose_response"]["tor_3"]["first_share"].values())
+    finally:
+        lab(out)  # the module's later tests read the recipe's own report
 
 
 def test_a_folder_holding_another_recipe_is_refused(run_dir, tmp_path):

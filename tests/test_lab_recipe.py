@@ -41,7 +41,7 @@ def test_shipped_recipe_loads_at_every_scale(scale):
     # every p gets at least 3 seeds outside the smoke scale
     if scale != "smoke":
         assert len(r.get("scratch", "seeds")) >= 3
-        assert r.get("data", "order_bias") == [0.0, 0.25, 0.5, 0.75, 1.0]
+        assert {0.0, 0.5, 1.0} <= set(r.get("data", "order_bias"))
 
 
 def test_a_bare_name_finds_the_shipped_recipe():
@@ -67,8 +67,8 @@ def test_scales_override_key_by_key():
     ("name = \"debias-no-pad\"\nkind = \"debias\"", "name = \"debias-no-pad\"\nkind = \"debiased\"",
      "finetune.variants[4].kind"),
     ("pad = false", "padding = false", "finetune.variants[4].padding"),
-    ("steps = 100\nwarmup = 15", "steps = 0\nwarmup = 15", "scales.small.scratch.steps"),
-    ("steps = 100\nwarmup = 15", "steps = \"many\"\nwarmup = 15", "scales.small.scratch.steps"),
+    ("steps = 1500\nlr = 2e-3", "steps = 0\nlr = 2e-3", "scales.small.scratch.steps"),
+    ("steps = 1500\nlr = 2e-3", "steps = \"many\"\nlr = 2e-3", "scales.small.scratch.steps"),
     ('object_sets = ["simco", "comco"]', 'object_sets = ["simco", "lego"]', "data.object_sets[1]"),
 ])
 def test_a_bad_key_stage_or_value_is_named(old, new, named):
@@ -122,7 +122,7 @@ def _downstream(stages, roots: set[str]) -> set[str]:
 
 def test_changing_one_training_setting_changes_only_training_and_what_follows():
     base = _hashes(text())
-    changed = _hashes(edit("[scales.small.scratch]\n", "[scales.small.scratch]\nlr = 3e-4\n"))
+    changed = _hashes(edit("steps = 1500\nlr = 2e-3", "steps = 1500\nlr = 3e-4"))
     stages = build_stages(parse_recipe(text(), "small"))
     scratch = {s.id for s in stages if s.kind == "scratch"}
     differ = {k for k in base if base[k] != changed[k]}
@@ -147,7 +147,8 @@ def test_images_do_not_depend_on_the_order_bias():
     renders = [s for s in stages if s.kind == "render"]
     assert all("order_bias" not in s.config for s in renders)
     captions = [s for s in stages if s.kind == "captions"]
-    assert len(captions) == 5 and len({s.deps["data"] for s in captions}) == 1
+    assert len(captions) == len(load_recipe(RECIPE, "small").get("data", "order_bias"))
+    assert len(captions) >= 3 and len({s.deps["data"] for s in captions}) == 1
 
 
 def test_planner_order_bias_changes_only_orders_and_captions():

@@ -28,26 +28,68 @@ DEFAULTS = {"lr": 5e-4, "weight_decay": 0.1, "warmup": 50, "batch_size": 64, "ep
             "label_smoothing": 0.0, "workers": -1, "checkpoint_every": 200,
             "adam_betas": (0.9, 0.98), "adam_eps": 1e-6}  # open_clip's for CLIPs trained from scratch
 SIZE = {"resolution": 64, "patch_size": 8, "vision_width": 128, "vision_layers": 4,
-        "text_width": 128, "text_layers": 4, "embed_dim": 128, "context_length": 32}
+        "text_width": 128, "text_layers": 4, "embed_dim": 128, "context_length": 32, "vision_tower": "vit"}
+TOWERS = ("vit", "conv")
 _SALT_CAPTION = 0xCA9
 
 
 def scratch_cfg(resolution: int = 64, patch_size: int = 8, vision_width: int = 128, vision_layers: int = 4,
                 text_width: int = 128, text_layers: int = 4, embed_dim: int = 128,
-                context_length: int = 32) -> dict:
-    """An open_clip model config (the `open_clip_cfg` of the checkpoint)."""
-    if resolution % patch_size:
+                context_length: int = 32, vision_tower: str = "vit") -> dict:
+    """An open_clip model config (the `open_clip_cfg` of the checkpoint).
+
+    vision_tower "conv": open_clip's ModifiedResNet (a convolutional stem, four bottleneck
+    stages, attention pooling) with vision_width / 8 base channels and vision_layers / 4
+    blocks per stage; a conv tower learns small shapes from fewer samples per CPU second
+    than a ViT of the same width.
+    """
+    if vision_tower not in TOWERS:
+        raise UserError(f"vision tower '{vision_tower}': use one of {', '.join(TOWERS)}")
+    if vision_tower == "vit" and resolution % patch_size:
         raise UserError(f"--resolution {resolution} is not a multiple of the patch size {patch_size}")
+    if vision_tower == "conv" and resolution % 32:
+        raise UserError(f"--resolution {resolution}: the conv tower needs a multiple of 32")
     for name, width in (("vision", vision_width), ("text", text_width)):
         if width % 32:
             raise UserError(f"{name} width {width}: must be a multiple of 32 (head width)")
+    if vision_tower == "conv":
+        vision = {"image_size": resolution, "layers": [max(1, vision_layers // 4)] * 4, "width": vision_width // 8,
+                  "head_width": 32}
+    else:
+        vision = {"image_size": resolution, "patch_size": patch_size, "width": vision_width,
+                  "layers": vision_layers, "head_width": 32, "mlp_ratio": 4.0}
     return {
         "embed_dim": embed_dim,
-        "vision_cfg": {"image_size": resolution, "patch_size": patch_size, "width": vision_width,
-                       "layers": vision_layers, "head_width": 32, "mlp_ratio": 4.0},
+        "vision_cfg": vision,
         "text_cfg": {"context_length": context_length, "vocab_size": 49408, "width": text_width,
                      "heads": text_width // 32, "layers": text_layers},
     }
+
+
+def initial_module(seed: int, options: dict):
+    """(open_clip config, module) with the initial weights of a scratch run of this seed."""
+    import open_clip
+
+    model_cfg = scratch_cfg(**{k: options.get(k, v) for k, v in SIZE.items()})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # the initial weights are part of the seeded run
+        module = open_clip.CLIP(**model_cfg)
+    return model_cfg, module
+
+
+def _spec(model_cfg: dict) -> dict:
+    return {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": model_cfg,
+            "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
+
+
+def save_initial(path: Path, seed: int, options: dict) -> Path:
+    """The untrained model a scratch run of this seed starts from, as a checkpoint: the
+    architecture's own prior, probed beside the trained models."""
+    from comco.models import save_checkpoint
+
+    model_cfg, module = initial_module(seed, options)
+    return save_checkpoint(path, kind="scratch", model=module, model_spec=_spec(model_cfg),
+                           extra={"initial": True, "seed": seed})
 
 
 class ScratchTask:
@@ -62,10 +104,7 @@ class ScratchTask:
         self.cfg = cfg
         self.samples = data.samples
         size = {k: cfg.options.get(k, v) for k, v in SIZE.items()}
-        self.model_cfg = scratch_cfg(**size)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(cfg.seed)  # the initial weights are part of the seeded run
-            self.module = open_clip.CLIP(**self.model_cfg)
+        self.model_cfg, self.module = initial_module(cfg.seed, cfg.options)
         self.tokenizer = open_clip.SimpleTokenizer(context_length=size["context_length"])
         cache = Path(cache_dir) if cache_dir else Path(cfg.out) / "cache"
         self.images = CachedImages.build([s.image for s in self.samples], size["resolution"], cache,
@@ -107,9 +146,7 @@ class ScratchTask:
         return decay_groups(self.module, weight_decay)
 
     def checkpoint_payload(self) -> dict:
-        spec = {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": self.model_cfg,
-                "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
-        return {"kind": self.kind, "model": self.module, "model_spec": spec, "extra": {}}
+        return {"kind": self.kind, "model": self.module, "model_spec": _spec(self.model_cfg), "extra": {}}
 
     def load_state(self, checkpoint: dict) -> None:
         self.module.load_state_dict(checkpoint["state_dict"])

@@ -103,7 +103,8 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                    "small_fraction": data["small_fraction"], "orders": data["orders"],
                    "resolution": render["resolution"]}
     render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
-    model_size = {"width": scratch["width"], "layers": scratch["layers"], "patch_size": scratch["patch_size"],
+    model_size = {"tower": scratch["tower"], "width": scratch["width"], "layers": scratch["layers"],
+                  "patch_size": scratch["patch_size"],
                   "context_length": scratch["context_length"], "resolution": render["resolution"]}
     probe_cfg = {"bootstrap": probe["bootstrap"], "seed": probe["seed"], "tor_templates": probe["tor_templates"],
                  "batch_size": probe["batch_size"], "device": device,
@@ -131,6 +132,12 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                                     {"data": train_id}))
         if "scratch" not in want:
             continue
+        if "probe" in want:
+            # the architecture's own prior: each seed's untrained initial weights, probed alike
+            for seed in scratch["seeds"]:
+                stages.append(Stage(f"probe-prior-{oset}-s{seed}", "probe", {
+                    **probe_cfg, "summary": True, "analyses": [], "prior": {"seed": seed, **model_size}},
+                    {"test": test_id}))
         for p in data["order_bias"]:
             for seed in scratch["seeds"]:
                 sid = f"scratch-{oset}-{_p(p)}-s{seed}"

@@ -1,6 +1,7 @@
 """Lab recipes: TOML files with a strict schema, and scales that override them.
 
-A recipe names its stages and the settings of each; `[scales.NAME]` tables replace
+A recipe names its stages and the settings of each (`[gates]` holds the competence
+thresholds a model must reach before its numbers count); `[scales.NAME]` tables replace
 settings key by key for one scale (`smoke`, `small`, `full`). Every key, stage and
 value is checked before anything runs: a mistake ends the command with exit code 2
 and one line that names the key (`comco.errors.UserError`).
@@ -157,7 +158,8 @@ SCHEMA: dict[str, dict[str, Callable]] = {
     "render": {"preset": _choice(PRESETS), "resolution": _int(16, 2048), "workers": _int(0, 256),
                "device": _choice(("cpu", "cuda", "optix"))},
     "scratch": {
-        "seeds": _list(_int(0)), "captions": _list(_str()), "width": _int(32, 4096), "layers": _int(1, 48),
+        "seeds": _list(_int(0)), "captions": _list(_str()), "tower": _choice(("vit", "conv")),
+        "width": _int(32, 4096), "layers": _int(1, 48),
         "patch_size": _int(2, 64), "context_length": _int(8, 512), "batch_size": _int(2),
         "steps": _int(1), "lr": _float(0.0, 1.0, open_lo=True), "warmup": _int(0),
         "weight_decay": _float(0.0, 10.0),
@@ -173,7 +175,14 @@ SCHEMA: dict[str, dict[str, Callable]] = {
                 "seeds": _list(_int(0)), "steps": _int(1), "batch_size": _int(2),
                 "lr": _float(0.0, 1.0, open_lo=True)},
     "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES)},
+    # competence gates: the least value of each figure a model must reach on the held-out
+    # test set before any of its numbers enters a fit, a comparison or a paragraph
+    "gates": {"set_r1": _float(0.0, 1.0), "swap_largest": _float(0.0, 1.0), "swap_small": _float(0.0, 1.0),
+              "presence_tor": _float(0.0, 1.0), "presence_ior": _float(0.0, 1.0), "min_passing": _int(2)},
 }
+# recipe key -> the figure of comco.probes.gates it bounds
+GATE_KEYS = {"set_r1": "set R@1", "swap_largest": "swap largest", "swap_small": "swap small",
+             "presence_tor": "presence TOR", "presence_ior": "presence IOR"}
 TOP = {"name": _str(), "description": _str(), "stages": _list(_choice(STAGES))}
 
 
@@ -259,6 +268,11 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
         for need in STAGE_NEEDS.get(stage, ()):
             if need not in stages:
                 raise UserError(f"recipe key 'stages': stage '{stage}' needs stage '{need}'")
+    seeds = s["scratch"]["seeds"]
+    if "probe" in stages and len(seeds) < s["gates"]["min_passing"]:
+        raise UserError(f"recipe key 'scratch.seeds' = {seeds}: {len(seeds)} seed(s) per p cannot give "
+                        f"gates.min_passing = {s['gates']['min_passing']} passing models (an interval across "
+                        "seeds needs at least 2); add seeds")
     biases = s["data"]["order_bias"]
     if "finetune" in stages and s["finetune"]["order_bias"] not in biases:
         raise UserError(f"recipe key 'finetune.order_bias' = {s['finetune']['order_bias']}: "
@@ -273,7 +287,10 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
     if s["scratch"]["context_length"] < 8 or s["finetune"]["keep"] >= s["scratch"]["context_length"]:
         raise UserError(f"recipe key 'finetune.keep' = {s['finetune']['keep']}: must be below "
                         f"scratch.context_length {s['scratch']['context_length']}")
-    if s["render"]["resolution"] % s["scratch"]["patch_size"]:
+    if s["scratch"]["tower"] == "conv" and s["render"]["resolution"] % 32:
+        raise UserError(f"recipe key 'render.resolution' = {s['render']['resolution']}: the conv tower "
+                        "(scratch.tower) needs a multiple of 32")
+    if s["scratch"]["tower"] == "vit" and s["render"]["resolution"] % s["scratch"]["patch_size"]:
         raise UserError(f"recipe key 'render.resolution' = {s['render']['resolution']}: not a multiple of "
                         f"scratch.patch_size {s['scratch']['patch_size']}")
     if "long" not in s["data"]["captions"] and ({"finetune", "analyses"} & set(stages)):

@@ -1,5 +1,10 @@
 """The lab's report: report.md, report.html (images inline) and results.json.
 
+The first results table is the competence gates (comco.probes.gates) of every probed
+model; a model below a gate is listed there and left out of every fit, comparison and
+paragraph, and the untrained models of each seed (the architecture's prior) sit beside
+the trained ones in every table as a reference.
+
 Numbers come from the finished stages' folders; every paragraph is written from them
 by comparing values and their intervals across seeds (mean with a Student-t 95 %
 interval over seeds), and says so when the spread is too wide to conclude. Published
@@ -145,11 +150,14 @@ def metric(res: dict, family: str, n: str, template: str | None = None) -> dict 
     elif family == "ior":
         block = res.get("ior", {}).get(n)
         stats = block["unconditional"] if block else None
+    elif family == "ior_present":
+        stats = res.get("ior_present", {}).get(n)
     else:
         stats = res.get("sensitivity", {}).get(n)
     if not stats:
         return None
-    return {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats]}
+    return {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
+            "chance": [s.get("chance") for s in stats]}
 
 
 # ---------------------------------------------------------------- figures
@@ -282,17 +290,87 @@ def _object_set_sections(doc: Doc, out: Path, fig: Path, oset: str, s: dict, ps:
               "(with p = 0 it is the balanced 1/n of the object counts mixed; a 1-object scene always names it first).")
         doc.table(["p", "images", "captions", "largest named first (%)"], cap_rows)
 
-    probes = {(p, seed): _results(out, f"probe-scratch-{oset}-{pp(p)}-s{seed}") for p in ps for seed in seeds}
-    counts = sorted({int(n) for r in probes.values() for n in r.get("tor", {}).get("and", {})})
+    passing, numbers["gates"] = _gates_section(doc, out, oset, s, ps, seeds)
+    keep = lambda sid: _results(out, sid) if sid in passing else {}  # noqa: E731 - failing models count nowhere
+    probes = {(p, seed): keep(f"probe-scratch-{oset}-{pp(p)}-s{seed}") for p in ps for seed in seeds}
+    prior = [_results(out, f"probe-prior-{oset}-s{seed}") for seed in seeds]
+    counts = sorted({int(n) for r in [*probes.values(), *prior] for n in r.get("tor", {}).get("and", {})})
     if counts:
-        numbers["dose_response"] = _dose_sections(doc, fig, oset, ps, seeds, probes, counts, s)
-    ft_numbers = _finetune_sections(doc, out, fig, oset, s, seeds, info)
+        numbers["dose_response"] = _dose_sections(doc, fig, oset, ps, seeds, probes, counts, s, prior)
+    ft_numbers = _finetune_sections(doc, out, fig, oset, s, seeds, info, passing, prior)
     if ft_numbers:
         numbers["finetune"] = ft_numbers
-    lab = _labclip_section(doc, fig, oset, s, info)
+    lab = _labclip_section(doc, fig, oset, s, info, passing)
     if lab:
         numbers["labclip"] = lab
     return numbers
+
+
+GATE_ABBR = {"R@1": "R@1", "R@5": "R@5", "set R@1": "set R@1", "swap largest": "swap L",
+             "swap small": "swap s", "presence TOR": "pres. TOR", "presence IOR": "pres. IOR"}
+
+
+def _gate_models(oset: str, s: dict, ps: list, seeds: list) -> list[tuple[str, str, bool]]:
+    """(label, probe stage id, is a trained model) of every model the lab probes, in table order."""
+    rows = [(f"scratch p = {p:g}, seed {seed}", f"probe-scratch-{oset}-p{p:g}-s{seed}", True) for p in ps
+            for seed in seeds]
+    rows += [(f"{v['name']}, seed {seed}", f"probe-finetune-{oset}-{v['name']}-s{seed}", True)
+             for v in s["finetune"]["variants"] for seed in seeds]
+    rows += [(f"architecture prior (untrained), seed {seed}", f"probe-prior-{oset}-s{seed}", False)
+             for seed in seeds]
+    return rows
+
+
+def _gates_section(doc, out: Path, oset: str, s: dict, ps: list, seeds: list) -> tuple[set, dict]:
+    """The first results table: every probed model's gate figures; returns the passing stage ids."""
+    from comco.lab.recipe import GATE_KEYS
+    from comco.probes import GATE_FIGURES, gate_passes
+
+    gates = s["gates"]
+    thresholds = {GATE_KEYS[k]: gates[k] for k in GATE_KEYS}
+    rows, passing, numbers, chance = [], set(), {}, {}
+    for label, sid, trained in _gate_models(oset, s, ps, seeds):
+        figs = _results(out, sid).get("gates")
+        if figs is None:
+            continue
+        ok, failed = gate_passes(figs, thresholds)
+        if ok and trained:
+            passing.add(sid)
+        chance = chance or {k: v.get("chance") for k, v in figs.items()}
+        verdict = ("pass" if ok else "**fail**: " + ", ".join(GATE_ABBR[f] for f in failed)) if trained else \
+            ("reference" + ("" if not ok else " (passes)"))
+        rows.append([label] + [_cell(figs.get(f)) for f in GATE_FIGURES] + [verdict])
+        numbers[sid] = {"figures": figs, "passed": ok, "failed": failed, "trained": trained}
+    if not rows:
+        return passing, {}
+    doc.h(3, "Competence gates: which models can do the task at all")
+    doc.p("Before any bias is read, every model is measured on the held-out test set with the test images' own "
+          f"`{s['probe']['tor_templates'][0]}` captions: image-to-text retrieval among all test captions (R@1, R@5; "
+          "set R@1 = the top caption names exactly the image's objects, in any order), swap matching (the image "
+          "against its caption and the same caption with the largest (swap L) or a small object (swap s) replaced by "
+          "one the scene does not hold) and presence (the share of TOR / IOR queries whose top-1 is an object "
+          "present in the query). Cells: % with a 95 % bootstrap interval over images. Gates: "
+          + ", ".join(f"{GATE_ABBR[f]} >= {100 * v:g} %" for f, v in thresholds.items())
+          + ". A model below a gate is listed here and left out of every fit, comparison and paragraph below; the "
+          f"LABCLIP base is the scratch model at p = {s['labclip']['order_bias']:g}. The untrained models (the "
+          "architecture's prior) are a reference, not a result, and are shown beside the trained ones.")
+    rows.append(["*chance*"] + [("–" if chance.get(f) is None else f"{100 * chance[f]:.1f}") for f in GATE_FIGURES]
+                + ["–"])
+    doc.table(["model"] + [GATE_ABBR[f] for f in GATE_FIGURES] + ["gates"], rows)
+    trained = [sid for _, sid, t in _gate_models(oset, s, ps, seeds) if t and sid in numbers]
+    per_p = [f"p = {p:g}: {sum(f'probe-scratch-{oset}-p{p:g}-s{seed}' in passing for seed in seeds)} of "
+             f"{len(seeds)}" for p in ps]
+    doc.p(f"{len(passing)} of {len(trained)} trained models pass every gate (scratch models per p: "
+          f"{'; '.join(per_p)}).")
+    return passing, {"thresholds": thresholds, "models": numbers}
+
+
+def _cell(f: dict | None) -> str:
+    if not f or f.get("value") is None or (isinstance(f["value"], float) and math.isnan(f["value"])):
+        return "–"
+    if f.get("lo") is None:
+        return f"{100 * f['value']:.1f}"
+    return f"{100 * f['value']:.1f} [{100 * f['lo']:.0f}, {100 * f['hi']:.0f}]"
 
 
 def _per_seed(probes: dict, p: float, seeds: list, family: str, n: str, template: str | None, idx: int,
@@ -304,85 +382,135 @@ def _per_seed(probes: dict, p: float, seeds: list, family: str, n: str, template
     return vals
 
 
-def _dose_sections(doc, fig, oset, ps, seeds, probes, counts, s) -> dict:
+def _answerable(probes: dict, ps: list, seeds: list, need: int) -> tuple[bool, str]:
+    """Enough passing models for a fit: `need` at the lowest and the highest p, 3 in all."""
+    counts = [sum(bool(probes.get((p, seed))) for seed in seeds) for p in ps]
+    ok = bool(counts) and counts[0] >= need and counts[-1] >= need and sum(counts) >= 3
+    return ok, "; ".join(f"{c} of {len(seeds)} at p = {p:g}" for c, p in zip(counts, ps))
+
+
+def _prior_stat(prior: list, family: str, n: str, template: str | None, idx: int, field: str = "share",
+                bounds=(0.0, 1.0)) -> dict:
+    vals = []
+    for r in prior:
+        m = metric(r, family, n, template)
+        vals.append(None if m is None or idx >= len(m[field]) else m[field][idx])
+    return summarize(vals, bounds)
+
+
+PRIOR = "*architecture prior* (untrained)"
+
+
+def _dose_sections(doc, fig, oset, ps, seeds, probes, counts, s, prior=()) -> dict:
     numbers = {}
+    gate = _answerable(probes, ps, seeds, s["gates"]["min_passing"])
     doc.h(3, "TOR: which mention position the text encoder retrieves, against the order bias p")
     doc.p("For each held-out `and` caption the most similar bare object name (ComCO's gallery) is retrieved; "
           "a position's share "
           "is its top-1 hit rate over the sum of the hit rates of all positions (100 % in all, like the ComCO "
           "paper's conditional table, but without dropping captions whose top-n is not exact). Cells: mean over "
-          f"{len(seeds)} training seeds with a 95 % t-interval across seeds; the raw top-1 rate of the first "
-          "position is given beside it.")
+          "the training seeds that passed the competence gates with a 95 % t-interval across seeds; the raw top-1 "
+          "rate of each position (the share of all captions whose top-1 is that object; chance 1 / set size) is "
+          "given beside the shares, since a share of near-zero hits says nothing. The untrained models of the "
+          "same seeds show what the architecture (causal text mask, EOT pooling) brings before any caption.")
     published = _published_tor()
     for n in counts:
         key = str(n)
-        table, series = [], {}
+        table, series, raws = [], {}, {}
         roles = ORD[:n]
         for idx, role in enumerate(roles):
             series[f"{role} mentioned"] = [summarize(_per_seed(probes, p, seeds, "tor", key, "and", idx)) for p in ps]
+            raws[role] = [summarize(_per_seed(probes, p, seeds, "tor", key, "and", idx, "raw")) for p in ps]
         for j, p in enumerate(ps):
-            raw = summarize(_per_seed(probes, p, seeds, "tor", key, "and", 0, "raw"))
-            table.append([f"{p:g}"] + [pct(series[f"{r} mentioned"][j]) for r in roles] + [pct(raw)])
+            table.append([f"{p:g}"] + [pct(series[f"{r} mentioned"][j]) for r in roles]
+                         + [pct(raws[r][j]) for r in roles])
+        if prior:
+            table.append([PRIOR] + [pct(_prior_stat(prior, "tor", key, "and", i)) for i in range(n)]
+                         + [pct(_prior_stat(prior, "tor", key, "and", i, "raw")) for i in range(n)])
         if n == 4:
             for label, vals in published:
-                table.append([f"*published:* {label}"] + [f"{v:.1f}" for v in vals] + ["–"])
-        table.append(["*chance*"] + [f"{100 / n:.1f}"] * n + ["–"])
-        doc.p(f"**{n} objects** (shares in %):")
-        doc.table(["p"] + [f"{r} share" for r in roles] + ["1st raw top-1"], table)
+                table.append([f"*published:* {label}"] + [f"{v:.1f}" for v in vals] + ["–"] * n)
+        raw_chance = next((m["chance"][0] for r in [*probes.values(), *prior]
+                           if (m := metric(r, "tor", key, "and")) and m["chance"][0] is not None), None)
+        table.append(["*chance*"] + [f"{100 / n:.1f}"] * n
+                     + ["–" if raw_chance is None else f"{100 * raw_chance:.1f}"] * n)
+        doc.p(f"**{n} objects** (in %):")
+        doc.table(["p"] + [f"{r} share" for r in roles] + [f"{r} raw top-1" for r in roles], table)
         path = dose_plot(fig / f"{oset}-tor-{n}.png", f"TOR position shares, {n}-object captions ({oset})", ps,
                          series, 1 / n, "share of top-1 hits (%)")
         doc.img(path, f"TOR dose-response {n} objects")
         xs, ys = _xy(probes, ps, seeds, "tor", key, "and", 0)
         sl = slope(xs, ys)
         first0, first1 = series["1st mentioned"][0], series["1st mentioned"][-1]
+        pr = _prior_stat(prior, "tor", key, "and", 0) if prior else None
         numbers[f"tor_{n}"] = {"first_share": {f"{p:g}": series["1st mentioned"][j] for j, p in enumerate(ps)},
-                               "slope": sl}
+                               "first_raw": {f"{p:g}": raws["1st"][j] for j, p in enumerate(ps)},
+                               "slope": sl, "prior_first_share": pr}
         doc.p(_dose_paragraph(f"the first-mentioned object's share of TOR hits ({n}-object captions)", ps, first0,
                               first1, sl, 1 / n, "ComCO's claim that a first-mention bias in training captions "
-                              "produces the text encoder's preference for the first-mentioned object"))
+                              "produces the text encoder's preference for the first-mentioned object", gate, pr))
     doc.h(3, "IOR: which object the image encoder retrieves, against p")
     doc.p("Each held-out image is compared with the single-object renders; shares by measured size rank. The "
           "captions' order bias only reaches the image encoder through contrastive training, so a change in the "
-          "largest object's share with p would be the text-to-image leak the ComCO paper proposes.")
-    ior_counts = sorted({int(n) for r in probes.values() for n in r.get("ior", {})})
+          "largest object's share with p would be the text-to-image leak the ComCO paper proposes. The "
+          "present-only form (as the ComCO scripts also report) asks, among the n objects the image holds only, "
+          "which single render is most similar (chance 1 / n).")
+    ior_counts = sorted({int(n) for r in [*probes.values(), *prior] for n in r.get("ior", {})})
     for n in ior_counts:
         key = str(n)
         roles = ["largest"] + [f"{ORD[k]} largest" for k in range(1, n)]
         large = [summarize(_per_seed(probes, p, seeds, "ior", key, None, 0)) for p in ps]
         raw = [summarize(_per_seed(probes, p, seeds, "ior", key, None, 0, "raw")) for p in ps]
-        rows = [[f"{p:g}", pct(large[j]), pct(raw[j])] for j, p in enumerate(ps)]
+        present = [summarize(_per_seed(probes, p, seeds, "ior_present", key, None, 0, "raw")) for p in ps]
+        rows = [[f"{p:g}", pct(large[j]), pct(raw[j]), pct(present[j])] for j, p in enumerate(ps)]
+        pr = None
+        if prior:
+            pr = _prior_stat(prior, "ior", key, None, 0)
+            rows.append([PRIOR, pct(pr), pct(_prior_stat(prior, "ior", key, None, 0, "raw")),
+                         pct(_prior_stat(prior, "ior_present", key, None, 0, "raw"))])
         if n == 4:
             for label, vals in _published_ior():
-                rows.append([f"*published:* {label}", f"{vals[0]:.1f}", "–"])
-        rows.append(["*chance*", f"{100 / n:.1f}", "–"])
+                rows.append([f"*published:* {label}", f"{vals[0]:.1f}", "–", "–"])
+        rows.append(["*chance*", f"{100 / n:.1f}", "–", f"{100 / n:.1f}"])
         doc.p(f"**{n} objects**:")
-        doc.table(["p", "largest object's share (%)", "largest raw top-1 (%)"], rows)
+        doc.table(["p", "largest object's share (%)", "largest raw top-1 (%)",
+                   "largest among the present only (%)"], rows)
         path = dose_plot(fig / f"{oset}-ior-{n}.png", f"IOR largest-object share, {n} objects ({oset})", ps,
-                         {"largest object": large, "raw top-1 of largest": raw}, 1 / n, "%")
+                         {"largest object": large, "raw top-1 of largest": raw, "largest, present only": present},
+                         1 / n, "%")
         doc.img(path, f"IOR dose-response {n} objects")
         sl = slope(*_xy(probes, ps, seeds, "ior", key, None, 0))
-        numbers[f"ior_{n}"] = {"largest_share": {f"{p:g}": large[j] for j, p in enumerate(ps)}, "slope": sl,
-                               "roles": roles}
+        numbers[f"ior_{n}"] = {"largest_share": {f"{p:g}": large[j] for j, p in enumerate(ps)},
+                               "largest_raw": {f"{p:g}": raw[j] for j, p in enumerate(ps)},
+                               "largest_present_only": {f"{p:g}": present[j] for j, p in enumerate(ps)},
+                               "slope": sl, "roles": roles, "prior_largest_share": pr}
         doc.p(_dose_paragraph(f"the largest object's share of IOR hits ({n} objects)", ps, large[0], large[-1], sl,
-                              1 / n, "the proposal that a caption-order bias leaks into the image encoder"))
+                              1 / n, "the proposal that a caption-order bias leaks into the image encoder", gate, pr))
     doc.h(3, "Text sensitivity: how far the caption embedding moves when one object name is replaced")
     doc.p("For each held-out `and` caption the object at mention position k is replaced by an object the scene "
           "does not hold; the table gives the first position's share of the summed distance (1 - cosine) over "
-          "positions, and the mean distance at the first and the last position.")
+          "positions, and the mean distance at the first and the last position (the raw figures).")
     for n in counts:
         key = str(n)
         share = [summarize(_per_seed(probes, p, seeds, "sens", key, None, 0)) for p in ps]
         d1 = [summarize(_per_seed(probes, p, seeds, "sens", key, None, 0, "raw"), (0.0, 2.0)) for p in ps]
         dl = [summarize(_per_seed(probes, p, seeds, "sens", key, None, n - 1, "raw"), (0.0, 2.0)) for p in ps]
         rows = [[f"{p:g}", pct(share[j]), num(d1[j]), num(dl[j])] for j, p in enumerate(ps)]
+        pr = None
+        if prior:
+            pr = _prior_stat(prior, "sens", key, None, 0)
+            rows.append([PRIOR, pct(pr), num(_prior_stat(prior, "sens", key, None, 0, "raw", (0.0, 2.0))),
+                         num(_prior_stat(prior, "sens", key, None, n - 1, "raw", (0.0, 2.0)))])
         rows.append(["*uniform*", f"{100 / n:.1f}", "–", "–"])
         doc.p(f"**{n} objects**:")
         doc.table(["p", "1st position's share of the change (%)", "distance, 1st", f"distance, {ORD[n - 1]}"], rows)
         sl = slope(*_xy(probes, ps, seeds, "sens", key, None, 0))
-        numbers[f"sensitivity_{n}"] = {"first_share": {f"{p:g}": share[j] for j, p in enumerate(ps)}, "slope": sl}
+        numbers[f"sensitivity_{n}"] = {"first_share": {f"{p:g}": share[j] for j, p in enumerate(ps)}, "slope": sl,
+                                       "prior_first_share": pr}
         doc.p(_dose_paragraph(f"the first position's share of the text-embedding change ({n} objects)", ps, share[0],
                               share[-1], sl, 1 / n, "the view that a first-mention bias makes the text encoder "
-                              "weigh the first words most"))
+                              "weigh the first words most", gate, pr))
+    numbers["passing"] = gate[1]
     return numbers
 
 
@@ -396,11 +524,17 @@ def _xy(probes, ps, seeds, family, n, template, idx):
     return xs, ys
 
 
-def _dose_paragraph(what: str, ps: list, first: dict, last: dict, sl: dict, chance: float, claim: str) -> str:
+def _dose_paragraph(what: str, ps: list, first: dict, last: dict, sl: dict, chance: float, claim: str,
+                    gate: tuple[bool, str] = (True, ""), prior: dict | None = None) -> str:
+    if not gate[0]:
+        return (f"{what[0].upper()}{what[1:]}: too few models passed the competence gates ({gate[1]}), so this "
+                f"scale cannot answer the question; it cannot test {claim}.")
     if first.get("mean") is None or last.get("mean") is None:
         return f"{what.capitalize()}: not measured at both ends of p."
     text = (f"From p = {ps[0]:g} to p = {ps[-1]:g}, {what} goes from {pct(first)} to {pct(last)} "
             f"(uniform would be {100 * chance:.1f} %).")
+    if prior and prior.get("mean") is not None:
+        text += f" The untrained architecture already gives {pct(prior)}."
     if sl.get("mean") is None:
         return text + " Too few models to fit a slope."
     text += (f" A line fitted through all {sl['n']} models gives a slope of {100 * sl['mean']:+.1f} points per unit "
@@ -432,15 +566,19 @@ def _published_ior() -> list:
     return [(f"{r['label']} ({r['source']})", [r["values"]["largest"]]) for r in keep]
 
 
-def _finetune_sections(doc, out, fig, oset, s, seeds, info) -> dict:
+def _finetune_sections(doc, out, fig, oset, s, seeds, info, passing=None, prior=()) -> dict:
     variants = s["finetune"]["variants"]
     p1 = s["finetune"]["order_bias"]
     base_id = lambda seed: f"probe-scratch-{oset}-p{p1:g}-s{seed}"  # noqa: E731
     models = [("base (scratch, p = %g)" % p1, base_id)] + [
         (v["name"], (lambda name: lambda seed: f"probe-finetune-{oset}-{name}-s{seed}")(v["name"])) for v in variants]
-    res = {label: [_results(out, f(seed)) for seed in seeds] for label, f in models}
-    if not any(r for label, rs in res.items() if label != models[0][0] for r in rs):
+    ran = {label: [_results(out, f(seed)) for seed in seeds] for label, f in models}
+    if not any(r for label, rs in ran.items() if label != models[0][0] for r in rs):
         return {}
+    # a model below its gates counts nowhere (passing None: no gates, as before them)
+    res = {label: [r if passing is None or f(seed) in passing else {} for r, seed in zip(ran[label], seeds)]
+           for label, f in models}
+    need = s["gates"]["min_passing"]
     numbers: dict = {}
     doc.h(3, "Before and after Long-CLIP and DeBias fine-tuning")
     rows = []
@@ -453,21 +591,30 @@ def _finetune_sections(doc, out, fig, oset, s, seeds, info) -> dict:
           f"steps and seeds ({s['finetune']['steps']} steps, batch {s['finetune']['batch_size']}, lr "
           f"{s['finetune']['lr']:g}, text positions stretched with the first {s['finetune']['keep']} kept):")
     doc.table(["variant", "sampler", "loss weights", "short caption"], rows)
-    counts = sorted({n for rs in res.values() for r in rs for n in r.get("tor", {}).get("and", {})}, key=int)
+    counts = sorted({n for rs in ran.values() for r in rs for n in r.get("tor", {}).get("and", {})}, key=int)
     n = counts[-1] if counts else None
     cols = [("TOR `and`: 1st share", "tor", "and", 0), ("TOR summary: 1st share", "tor", "summary", 0),
             ("IOR: largest share", "ior", None, 0), ("sensitivity: 1st share", "sens", None, 0)]
     table, per_metric = [], {c[0]: {} for c in cols}
+    raw_cols = cols[:3]  # raw top-1 beside the retrieval shares (sensitivity's raw is a distance)
     for label, _ in models:
-        row = [label]
+        row = [label, sum(bool(r) for r in res[label])]
         for cname, fam, tpl, idx in cols:
             vals = [None if metric(r, fam, n, tpl) is None else metric(r, fam, n, tpl)["share"][idx]
                     for r in res[label]]
             per_metric[cname][label] = vals
             row.append(pct(summarize(vals)))
+        for _, fam, tpl, idx in raw_cols:
+            row.append(pct(summarize([None if metric(r, fam, n, tpl) is None else metric(r, fam, n, tpl)["raw"][idx]
+                                      for r in res[label]])))
         table.append(row)
-    doc.p(f"**{n}-object test scenes**, shares in % (mean over seeds, 95 % t-interval); chance {100 / int(n):.1f} %:")
-    doc.table(["model"] + [c[0] for c in cols], table)
+    if prior:
+        table.append([PRIOR, "–"] + [pct(_prior_stat(prior, fam, n, tpl, idx)) for _, fam, tpl, idx in cols]
+                     + [pct(_prior_stat(prior, fam, n, tpl, idx, "raw")) for _, fam, tpl, idx in raw_cols])
+    doc.p(f"**{n}-object test scenes**, in % (mean over the seeds whose model passed the competence gates, 95 % "
+          f"t-interval); chance {100 / int(n):.1f} % for a share:")
+    doc.table(["model", "seeds passing"] + [c[0] for c in cols] + [c[0].replace("share", "raw top-1")
+                                                                   for c in raw_cols], table)
     base_label = models[0][0]
     series = {label: [summarize(per_metric[c[0]][label]) for c in cols] for label, _ in models}
     path = bar_plot(fig / f"{oset}-finetune.png", f"Before / after fine-tuning ({oset}, {n} objects)",
@@ -478,9 +625,13 @@ def _finetune_sections(doc, out, fig, oset, s, seeds, info) -> dict:
         for cname, *_ in cols[:2]:
             d = paired(per_metric[cname][label], per_metric[cname][base_label])
             numbers.setdefault(label, {})[cname] = {"value": summarize(per_metric[cname][label]), "change": d}
-            sentences.append(_change_sentence(label, cname, d))
+            if d["n"] < need:
+                sentences.append(f"{label}, {cname}: {d['n']} seed(s) where both it and the base passed the gates "
+                                 f"(fewer than {need}), so this scale cannot answer whether fine-tuning moves it.")
+            else:
+                sentences.append(_change_sentence(label, cname, d))
     doc.p("Paired by seed against the base model: " + " ".join(sentences))
-    doc.p(_sampler_paragraph(per_metric, [v["name"] for v in variants], variants, cols))
+    doc.p(_sampler_paragraph(per_metric, [v["name"] for v in variants], variants, cols, need))
     an = _analyses_section(doc, fig, oset, res, models, s)
     if an:
         numbers["analyses"] = an
@@ -502,13 +653,17 @@ def _change_sentence(label: str, cname: str, d: dict) -> str:
             f"{100 * d['hi']:+.1f}] ({how}).")
 
 
-def _sampler_paragraph(per_metric, names, variants, cols) -> str:
+def _sampler_paragraph(per_metric, names, variants, cols, need: int = 2) -> str:
     by_name = {v["name"]: v for v in variants}
     lc = [n for n in names if by_name[n]["kind"] == "longclip"]
     db = [n for n in names if by_name[n]["kind"] == "debias"]
     if not lc or not db:
         return "Only one sampler was run, so samplers cannot be compared."
     a, b = lc[0], db[0]
+    few = [x for x in (a, b) if sum(v is not None for v in per_metric[cols[0][0]][x]) < need]
+    if few:
+        return (f"Long-CLIP ({a}) against DeBias ({b}): fewer than {need} models of {', '.join(few)} passed the "
+                "competence gates, so this scale cannot answer which sampler moves the biases more.")
     parts = [f"Long-CLIP ({a}) against DeBias ({b}):"]
     for cname, *_ in cols[:2]:
         parts.append(compare(b, summarize(per_metric[cname][b]), a, summarize(per_metric[cname][a]), cname))
@@ -581,12 +736,19 @@ def _analysis_paragraph(name: str, variants: list, series: dict) -> str:
     return lead + " " + " ".join(parts)
 
 
-def _labclip_section(doc, fig, oset, s, info) -> dict:
-    runs = [info.get(f"labclip-{oset}-s{seed}", {}).get("summary") for seed in s["labclip"]["seeds"]]
-    runs = [r for r in runs if r]
+def _labclip_section(doc, fig, oset, s, info, passing=None) -> dict:
+    p_lab = s["labclip"]["order_bias"]
+    runs = [(seed, info.get(f"labclip-{oset}-s{seed}", {}).get("summary")) for seed in s["labclip"]["seeds"]]
+    runs = [(seed, r) for seed, r in runs if r]
     if not runs:
         return {}
     doc.h(3, "LABCLIP: attribute binding before and after the text-embedding map")
+    # only maps on a base model that passed its competence gates count
+    runs = [r for seed, r in runs if passing is None or f"probe-scratch-{oset}-p{p_lab:g}-s{seed}" in passing]
+    if not runs:
+        doc.p(f"No LABCLIP base (the scratch model at p = {p_lab:g}) passed the competence gates, so this scale "
+              "cannot answer whether LABCLIP restores attribute binding.")
+        return {"passing": 0}
     before = summarize([r["binding_before"].get("test") for r in runs])
     after = summarize([r["binding_after"].get("test") for r in runs])
     probe_rows, series = [], {}
@@ -640,7 +802,8 @@ def _what_was_run(doc, out: Path, recipe: dict, stages: list, info: dict) -> Non
           f"Order bias p: {', '.join(f'{p:g}' for p in s['data']['order_bias'])}. "
           f"Training seeds: {', '.join(map(str, s['scratch']['seeds']))}; data seed {s['data']['seed']}, test seed "
           f"{s['data']['test_seed']}; probe/bootstrap seed {s['probe']['seed']} ({s['probe']['bootstrap']} resamples). "
-          f"Renders: preset `{s['render']['preset']}`, {s['render']['resolution']} px. Scratch CLIP: width "
+          f"Renders: preset `{s['render']['preset']}`, {s['render']['resolution']} px. Scratch CLIP: "
+          f"{'conv' if s['scratch'].get('tower') == 'conv' else 'ViT'} image tower, width "
           f"{s['scratch']['width']}, {s['scratch']['layers']} layers, patch {s['scratch']['patch_size']}, context "
           f"{s['scratch']['context_length']}, {s['scratch']['steps']} steps of batch {s['scratch']['batch_size']} "
           f"(lr {s['scratch']['lr']:g}) on captions {', '.join(s['scratch']['captions'])}.")

@@ -11,7 +11,9 @@ the stage that provides it. torch and bpy load inside the stage functions only.
             and takes the new mention orders and captions (checked field by field).
 - scratch / finetune / labclip: comco.train.run.run_training (resumes from its checkpoint).
 - probe:    comco.probes.run_probes (TOR, IOR), comco.probes.sensitivity (TOR on summary
-            sentences, text sensitivity) and comco.probes.natural.run (DeBias analyses).
+            sentences, text sensitivity), comco.probes.gates (the competence gates and the
+            present-only IOR) and comco.probes.natural.run (DeBias analyses). With
+            config["prior"] it probes the untrained initial weights of a scratch seed.
 """
 
 from __future__ import annotations
@@ -167,7 +169,8 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
     w, layers = config["width"], config["layers"]
     options = {"captions": config["captions"], "resolution": config["resolution"],
                "patch_size": config["patch_size"], "context_length": config["context_length"],
-               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers}
+               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers,
+               "vision_tower": config.get("tower", "vit")}
     return _train("scratch", out, deps["data"] / DATA, config, options, warmup=config["warmup"],
                   weight_decay=config["weight_decay"], workers=0)
 
@@ -225,11 +228,33 @@ def _groups(groups: list[dict]) -> dict:
     return out
 
 
+def _prior_model(config: dict, out: Path) -> Path:
+    """The untrained initial weights of the scratch run of one seed (same architecture)."""
+    from comco.train import save_initial
+
+    p = config["prior"]
+    w, layers = p["width"], p["layers"]
+    options = {"resolution": p["resolution"], "patch_size": p["patch_size"], "context_length": p["context_length"],
+               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers,
+               "vision_tower": p.get("tower", "vit")}
+    return save_initial(out / "model.pt", p["seed"], options)
+
+
 def probe(config: dict, deps: dict, out: Path) -> dict:
     from comco.models import ModelRef, load_model
-    from comco.probes import Embedder, ProbeOptions, open_dataset, run_probes, sensitivity, tor_summary
+    from comco.probes import (
+        Embedder,
+        ProbeOptions,
+        gate_figures,
+        ior_present_only,
+        open_dataset,
+        run_probes,
+        sensitivity,
+        tor_summary,
+    )
 
-    model = f"ckpt:{deps['model'] / 'model.pt'}"
+    weights = _prior_model(config, out) if config.get("prior") else deps["model"] / "model.pt"
+    model = f"ckpt:{weights}"
     test = deps["test"] / DATA
     device = _device(config)
     kw = {"n_boot": config["bootstrap"], "seed": config["seed"]}
@@ -247,6 +272,10 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     loaded = load_model(model, None, device)
     emb = Embedder(loaded, cache_dir=None, batch_size=config["batch_size"])
     res["sensitivity"] = sensitivity(data, emb, "and", **kw)
+    res["gates"] = {k: _stat({**v, "role": k}) for k, v in
+                    gate_figures(data, emb, config["tor_templates"][0], **kw).items()}
+    res["ior_present"] = {str(g["n_objects"]): [_stat(s) for s in g["metrics"]["present_only"]]
+                          for g in ior_present_only(data, emb, **kw)}
     if config["summary"]:
         res["tor"]["summary"] = _groups(tor_summary(data, emb, gallery=gallery, **kw))
     if config["analyses"]:
