@@ -224,6 +224,12 @@ def _check_section(where: str, raw: Any, *, partial: bool) -> dict:
 
 
 def parse_recipe(text: str, scale: str, path: str = "<recipe>") -> Recipe:
+    """A recipe from its TOML text: every key required, typed and in range (a bad one is a
+    UserError naming it).
+
+    Args:
+        text: the TOML. scale: the scale to apply. path: where it came from, for messages.
+    """
     if scale not in SCALES:
         raise UserError(f"--scale {scale}: use one of {', '.join(SCALES)}")
     try:
@@ -302,6 +308,12 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
 
 
 def load_recipe(path: str | Path, scale: str) -> Recipe:
+    """A recipe file (or the name of one shipped in recipes/) at one scale, checked key by key.
+
+    Args:
+        path: a TOML file, or a shipped recipe's name ("order-bias").
+        scale: "smoke", "small" or "full"; its [scales.NAME] tables replace the base keys.
+    """
     p = Path(path)
     if not p.exists():
         # a bare name finds a recipe shipped with comco (recipes/NAME.toml)

@@ -244,6 +244,12 @@ def bar_plot(path: Path, title: str, groups: list[str], series: dict[str, list[d
 # ---------------------------------------------------------------- sections
 
 def write_report(out: Path, report_stage, stages: list) -> dict:
+    """The lab report (report.md, report.html, results.json) from every finished stage.
+
+    Args:
+        out: the run folder. report_stage: the report stage (its config holds the recipe).
+        stages: every stage of the run, in graph order.
+    """
     out = Path(out)
     recipe = report_stage.config["recipe"]
     s = recipe["settings"]
