@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
-from support.probes import SET, FakeEmbedder, planned_data
+from support.probes import SET, FakeEmbedder, one_hot, planned_data, random_vec
 
 from comco.probes.gates import GATE_FIGURES, gate_figures, gate_passes, ior_present_only
 from comco.probes.words import mention_sequence
 from comco.record import measured_ranks
 
 THRESHOLDS = {"set R@1": 0.8, "swap largest": 0.9, "swap small": 0.9, "presence TOR": 0.9, "presence IOR": 0.9}
-
-
-def one_hot(weights: dict[str, float]) -> np.ndarray:
-    v = np.zeros(len(SET.names))
-    for name, w in weights.items():
-        v[SET.names.index(name)] += w
-    return v / np.linalg.norm(v)
-
-
-def random_vec(key: str) -> np.ndarray:
-    rng = np.random.default_rng(int(hashlib.sha256(key.encode()).hexdigest()[:8], 16))
-    v = rng.normal(size=64)
-    return v / np.linalg.norm(v)
 
 
 def image_table(data, weight) -> dict[str, np.ndarray]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from support.probes import SET, FakeEmbedder, planned_data
+from support.probes import SET, FakeEmbedder, one_hot, planned_data, random_vec
 
 from comco.plan import PlanConfig, Planner
 from comco.probes import texts
@@ -21,21 +20,6 @@ from comco.probes.tor import tor_dataset, tor_text_only
 from comco.probes.words import contains_word, mention_sequence
 from comco.record import measured_ranks
 from comco.report.published import published_rows
-
-
-def one_hot(weights: dict[str, float]) -> np.ndarray:
-    v = np.zeros(len(SET.names))
-    for name, w in weights.items():
-        v[SET.names.index(name)] += w
-    return v / np.linalg.norm(v)
-
-
-def random_vec(key: str) -> np.ndarray:
-    rng = np.random.default_rng(int(hashlib.sha256(key.encode()).hexdigest()[:8], 16))
-    v = rng.normal(size=64)
-    return v / np.linalg.norm(v)
-
-
 
 
 def first_mention_wins(text: str) -> np.ndarray:

@@ -84,6 +84,21 @@ def make_dataset(root: Path, *, n: int = 8, objects=(3, 4), colors: bool = False
 SET = load_object_set("simco")
 
 
+def one_hot(weights: dict[str, float]) -> np.ndarray:
+    """A planted embedding: the named objects' axes of the set, weighted."""
+    v = np.zeros(len(SET.names))
+    for name, w in weights.items():
+        v[SET.names.index(name)] += w
+    return v / np.linalg.norm(v)
+
+
+def random_vec(key: str) -> np.ndarray:
+    """A fixed random unit vector per key (the same every run)."""
+    rng = np.random.default_rng(int(hashlib.sha256(key.encode()).hexdigest()[:8], 16))
+    v = rng.normal(size=64)
+    return v / np.linalg.norm(v)
+
+
 class FakeEmbedder:
     """Embeds texts and images with planted functions; counts what it was asked."""
 
