@@ -12,6 +12,29 @@ from typing import Annotated, Optional
 
 import typer
 
+from comco.cli.options import (
+    Captions,
+    Colors,
+    LargeFraction,
+    LargeSlot,
+    Layout,
+    N,
+    Objects,
+    ObjectSet,
+    OrderBias,
+    OrderPolicy,
+    Orders,
+    Out,
+    Overwrite,
+    Quiet,
+    Resolution,
+    Resume,
+    Seed,
+    Singles,
+    SmallFraction,
+    Templates,
+)
+from comco.cli.say import say
 from comco.errors import UserError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -37,27 +60,6 @@ def _register_parts() -> None:
 
 _register_parts()
 
-# Options shared by `plan` and `render` (typer has no parameter groups).
-Objects = Annotated[str, typer.Option("--objects", help="Objects per image: a count (3), a range (2-5) or a list (2,4).")]
-N = Annotated[int, typer.Option("--n", help="Number of images.")]
-ObjectSet = Annotated[str, typer.Option("--object-set", help="Built-in set (comco, simco) or a folder with objects.toml.")]
-Layout = Annotated[str, typer.Option(help="one-large (ComCO), equal, graded or realistic.")]
-LargeSlot = Annotated[str, typer.Option("--large-slot", help="Slot of the largest object: M, UL, UR, BL, BR, a list (M,UL,BR) or random.")]
-Seed = Annotated[int, typer.Option(help="Dataset seed; each image derives its own from it.")]
-Resolution = Annotated[str, typer.Option(help="Image size in pixels: 512 or 640x480.")]
-Colors = Annotated[bool, typer.Option("--colors/--no-colors", help="Give objects palette colours (and write attribute captions).")]
-Orders = Annotated[int, typer.Option(help="Mention orders per image for 4+ objects (all permutations for 3 or fewer).")]
-OrderPolicy = Annotated[str, typer.Option("--order-policy", help="random, size-desc, size-asc or left-to-right.")]
-OrderBias = Annotated[float, typer.Option("--order-bias", help="Probability that the largest object is mentioned first (lab variable).")]
-LargeFraction = Annotated[float, typer.Option("--large-fraction", help="Image share of the large object (one-large).")]
-SmallFraction = Annotated[str, typer.Option("--small-fraction", help="Image share range of small objects, e.g. 0.005-0.01.")]
-Captions = Annotated[str, typer.Option(help="Caption templates to write, comma-separated (default: all that apply).")]
-Templates = Annotated[Optional[Path], typer.Option(help="A TOML file of extra caption templates.")]
-Singles = Annotated[bool, typer.Option("--singles", help="Also plan/render one reference image per object (for IOR).")]
-Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace a dataset made with another configuration.")]
-Resume = Annotated[bool, typer.Option("--resume", help="Continue a dataset with the same configuration.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-Out = Annotated[Path, typer.Option("--out", help="Output folder.")]
 
 
 def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
@@ -87,11 +89,6 @@ def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_
         raise UserError(f"--threads {threads}: 0 (all cores) or more")
 
 
-def _say(quiet: bool, text: str) -> None:
-    if not quiet:
-        typer.echo(text)
-
-
 @app.command()
 def plan(
     out: Out, objects: Objects = "2-5", n: N = 100, object_set: ObjectSet = "comco", layout: Layout = "one-large",
@@ -109,7 +106,7 @@ def plan(
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
                       order_bias, large_fraction, small_fraction, captions, templates)
     stats = run_plan(cfg, out, overwrite=overwrite, resume=resume, quiet=quiet, singles=singles)
-    _say(quiet, f"planned {stats['images']} scenes in {stats['seconds']:.1f} s "
+    say(quiet, f"planned {stats['images']} scenes in {stats['seconds']:.1f} s "
                 f"({stats['replanned']} re-planned to fit) -> {out}")
 
 
@@ -152,7 +149,7 @@ def render(
     per = s["seconds"] / max(1, s["rendered"])
     crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""
     crashes += f", {s['hung']} hung workers replaced" if s["hung"] else ""
-    _say(quiet, f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
+    say(quiet, f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
                 f"{s['retries']} re-planned{crashes}, {per:.2f} s per image -> {out}")
     if s["failures"]:
         again = f" ({s['transient']} lost to crashed workers: --resume tries them again)" if s["transient"] else ""
@@ -173,7 +170,7 @@ def validate(dataset: Annotated[Path, typer.Argument(help="A dataset folder.")],
         more = " (first 50 shown)" if len(problems) > 50 else ""
         typer.echo(f"{dataset}: {len(problems)} problems{more}", err=True)
         raise typer.Exit(1)
-    _say(quiet, f"{dataset}: valid")
+    say(quiet, f"{dataset}: valid")
 
 
 @objects_app.command("list")
@@ -297,7 +294,7 @@ def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folde
 
     require_folder(out, "--out")
     s = merge_shards(shards, out)
-    _say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
+    say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
 
 
 def _interrupted(exc: BaseException) -> bool:

@@ -10,10 +10,12 @@ module level; the probes (numpy, torch) load when a command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, Optional
 
 import typer
 
+from comco.cli.options import BatchSize, Cache, Models, NoCache, Pretrained, Quiet
+from comco.cli.say import note_random_weights
 from comco.errors import UserError
 from comco.progress import progress_group
 
@@ -43,8 +45,10 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
 
         device = check_device(device or default_device())
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
+        refs = pair_models(models, pretrained)
+        note_random_weights(refs, quiet)
         with progress_group(quiet) as progress:
-            run_natural_eval(kind, benchmark, root, pair_models(models, pretrained), protocol, out,
+            run_natural_eval(kind, benchmark, root, refs, protocol, out,
                              device=device, batch_size=batch_size,
                              cache_dir=None if no_cache else (cache or DEFAULT_CACHE),
                              analyses=names, progress=progress, say=(lambda _: None) if quiet else typer.echo)
@@ -53,36 +57,29 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
         raise typer.Exit(err.exit_code) from None
 
 
-BenchmarkOpt = typer.Option(..., "--benchmark", help=BENCHMARK_HELP)
-RootOpt = typer.Option(..., "--root", help="the benchmark's folder, laid out as the dataset is distributed")
-ModelOpt = typer.Option(..., "--model", help="open_clip name, hf:DIR or ckpt:PATH; repeat for side by side")
-PretrainedOpt = typer.Option(None, "--pretrained", help=PRETRAINED_HELP)
-ProtocolOpt = typer.Option("all", "--protocol", help=PROTOCOL_HELP)
-OutOpt = typer.Option(..., "--out", help="folder for results.json, tables and plots")
-DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... (default: cuda when there is one)")
-BatchOpt = typer.Option(64, "--batch-size", min=1)
-CacheOpt = typer.Option(None, "--cache", help="embedding cache folder (default ~/.cache/comco/embeddings)")
-NoCacheOpt = typer.Option(False, "--no-cache", help="embed everything afresh and store nothing")
-QuietOpt = typer.Option(False, "--quiet", "-q", help="no progress bars or messages")
+Benchmark = Annotated[str, typer.Option("--benchmark", help=BENCHMARK_HELP)]
+Root = Annotated[Path, typer.Option("--root", help="the benchmark's folder, laid out as the dataset is distributed")]
+Protocol = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
+Out = Annotated[Path, typer.Option("--out", help="folder for results.json, tables and plots")]
+Device = Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, cuda:1 ... (default: cuda when there is one)")]
 
 
 @app.command()
-def retrieval(benchmark: str = BenchmarkOpt, root: Path = RootOpt, model: List[str] = ModelOpt,
-              pretrained: Optional[List[str]] = PretrainedOpt, protocol: str = ProtocolOpt, out: Path = OutOpt,
-              device: Optional[str] = DeviceOpt, batch_size: int = BatchOpt, cache: Optional[Path] = CacheOpt,
-              no_cache: bool = NoCacheOpt, quiet: bool = QuietOpt) -> None:
+def retrieval(benchmark: Benchmark, root: Root, out: Out, model: Models = None, pretrained: Pretrained = None,
+              protocol: Protocol = "all", device: Device = None, batch_size: BatchSize = 64, cache: Cache = None,
+              no_cache: NoCache = False, quiet: Quiet = False) -> None:
     """Text-to-image and image-to-text R@1/5/10, several captions per image."""
-    run("retrieval", benchmark, root, model, pretrained or [], protocol, out, device, batch_size, cache,
+    run("retrieval", benchmark, root, model or [], pretrained or [], protocol, out, device, batch_size, cache,
         no_cache, quiet)
 
 
 @app.command()
-def analyses(benchmark: str = BenchmarkOpt, root: Path = RootOpt, model: List[str] = ModelOpt,
-             pretrained: Optional[List[str]] = PretrainedOpt, protocol: str = ProtocolOpt, out: Path = OutOpt,
-             which: str = typer.Option("padding,order,summary", "--analyses",
-                                       help="comma-separated: padding, order, summary"),
-             device: Optional[str] = DeviceOpt, batch_size: int = BatchOpt, cache: Optional[Path] = CacheOpt,
-             no_cache: bool = NoCacheOpt, quiet: bool = QuietOpt) -> None:
+def analyses(benchmark: Benchmark, root: Root, out: Out, model: Models = None, pretrained: Pretrained = None,
+             protocol: Protocol = "all",
+             which: Annotated[str, typer.Option("--analyses", help="comma-separated: padding, order, summary")] = (
+                 "padding,order,summary"),
+             device: Device = None, batch_size: BatchSize = 64, cache: Cache = None, no_cache: NoCache = False,
+             quiet: Quiet = False) -> None:
     """The DeBias-CLIP analyses ("This is a photo." padding, sentence order, summary position)."""
-    run("analyses", benchmark, root, model, pretrained or [], protocol, out, device, batch_size, cache,
+    run("analyses", benchmark, root, model or [], pretrained or [], protocol, out, device, batch_size, cache,
         no_cache, quiet, which)

@@ -7,41 +7,44 @@ module level; torch and the probes load when the command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, Optional
 
 import typer
 
+from comco.cli.options import BatchSize, Cache, Models, NoCache, Pretrained, Quiet
+from comco.cli.say import note_random_weights
 from comco.errors import UserError
 
 
 def probe(
-    dataset: Optional[Path] = typer.Argument(None, help="Dataset folder (from comco plan / comco render)."),
-    model: List[str] = typer.Option([], "--model", "-m", help="open_clip name, hf:DIR or ckpt:PATH; repeat to compare."),
-    pretrained: List[str] = typer.Option([], "--pretrained", help="Tag, weights file or none; once for all models or once per --model."),
-    probes: Optional[str] = typer.Option(None, "--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention (default: all the data supports)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output folder for results.json, tables and plots."),
-    text_only: bool = typer.Option(False, "--text-only", help="TOR from object names alone (balanced ordered tuples)."),
-    object_set: Optional[str] = typer.Option(None, "--object-set", help="Object set for --text-only without a dataset."),
-    gallery: Optional[str] = typer.Option(None, "--gallery", help="--text-only over a fixed name list instead of a set: coco90 (ComCO's COCO gallery, ids 1-90), coco91 (the COCO paper's list) or coco80."),
-    objects: str = typer.Option("2-5", "--objects", help="Tuple sizes for --text-only: 4, 2-5 or 2,4."),
-    tuples: int = typer.Option(1000, "--tuples", help="Captions per tuple size for --text-only (rounded up to balanced rounds)."),
-    templates: Optional[str] = typer.Option(None, "--templates", help="Caption templates for TOR/TOC (default: all colour-free ones in the data)."),
-    tor_gallery: str = typer.Option("names", "--tor-gallery", help="TOR gallery: names (bare object names, ComCO's protocol) or template (each name in the query's template)."),
-    text_template: str = typer.Option("photo", "--text-template", help="Template of the captions probes write (I2TOR, matching, text-only)."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95 % intervals."),
-    seed: int = typer.Option(0, "--seed", help="Seed for sampling, splits and the bootstrap."),
-    batch_size: int = typer.Option(64, "--batch-size", help="Encoder batch size."),
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda (autocast fp16 on cuda)."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help="Embedding cache folder (default ~/.cache/comco/embeddings)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
-    max_distractors: Optional[int] = typer.Option(None, "--max-distractors", help="Matching: absent objects per image (default: all)."),
-    test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share for TOC/IOC/binding probes."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Probe only the first N scenes."),
-    no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
-    list_models: bool = typer.Option(False, "--list-models", help="List open_clip model names and exit."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    dataset: Annotated[Optional[Path], typer.Argument(help="Dataset folder (from comco plan / comco render).")] = None,
+    model: Models = None,
+    pretrained: Pretrained = None,
+    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention (default: all the data supports).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables and plots.")] = None,
+    text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
+    object_set: Annotated[Optional[str], typer.Option("--object-set", help="Object set for --text-only without a dataset.")] = None,
+    gallery: Annotated[Optional[str], typer.Option("--gallery", help="--text-only over a fixed name list instead of a set: coco90 (ComCO's COCO gallery, ids 1-90), coco91 (the COCO paper's list) or coco80.")] = None,
+    objects: Annotated[str, typer.Option("--objects", help="Tuple sizes for --text-only: 4, 2-5 or 2,4.")] = "2-5",
+    tuples: Annotated[int, typer.Option("--tuples", help="Captions per tuple size for --text-only (rounded up to balanced rounds).")] = 1000,
+    templates: Annotated[Optional[str], typer.Option("--templates", help="Caption templates for TOR/TOC (default: all colour-free ones in the data).")] = None,
+    tor_gallery: Annotated[str, typer.Option("--tor-gallery", help="TOR gallery: names (bare object names, ComCO's protocol) or template (each name in the query's template).")] = "names",
+    text_template: Annotated[str, typer.Option("--text-template", help="Template of the captions probes write (I2TOR, matching, text-only).")] = "photo",
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % intervals.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for sampling, splits and the bootstrap.")] = 0,
+    batch_size: BatchSize = 64,
+    device: Annotated[str, typer.Option("--device", help="cpu or cuda (autocast fp16 on cuda).")] = "cpu",
+    cache: Cache = None,
+    no_cache: NoCache = False,
+    max_distractors: Annotated[Optional[int], typer.Option("--max-distractors", help="Matching: absent objects per image (default: all).")] = None,
+    test_fraction: Annotated[float, typer.Option("--test-fraction", help="Held-out share for TOC/IOC/binding probes.")] = 0.2,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Probe only the first N scenes.")] = None,
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots.")] = False,
+    list_models: Annotated[bool, typer.Option("--list-models", help="List open_clip model names and exit.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Measure order and size biases: TOR, IOR, I2TOR, matching, TOC/IOC, binding, attention."""
+    model, pretrained = model or [], pretrained or []
     if list_models:
         from comco.models import list_models as names
 
@@ -62,6 +65,7 @@ def probe(
     from comco.models import pair_models
 
     refs = pair_models(model, pretrained)
+    note_random_weights(refs, quiet)
     if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
         raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
     if limit is not None and limit < 1:

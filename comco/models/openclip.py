@@ -5,7 +5,9 @@ stays valid); weights come from the open_clip / Hugging Face cache, never silent
 from __future__ import annotations
 
 import difflib
+import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from comco.errors import UserError
@@ -29,6 +31,24 @@ def check_open_clip_name(name: str) -> None:
         raise UserError(f"unknown model '{name}': {hint} (or use hf:DIR / ckpt:PATH)")
 
 
+class _RandomWeightsWarning(logging.Filter):
+    """open_clip says "No pretrained weights loaded" on the root logger for every random
+    model; comco says it once, in its own words, where the user asked for it (the CLI)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("No pretrained weights loaded")
+
+
+@contextmanager
+def _without_random_weights_warning():
+    root, quiet = logging.getLogger(), _RandomWeightsWarning()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+
+
 def load_open_clip(name: str, pretrained: str | None, device: str) -> LoadedModel:
     import open_clip
     import torch
@@ -42,7 +62,7 @@ def load_open_clip(name: str, pretrained: str | None, device: str) -> LoadedMode
     else:
         _fetch_pretrained(name, tag)
         identity = f"open_clip/{name}/{tag}"
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), _without_random_weights_warning():
         torch.manual_seed(RANDOM_INIT_SEED)  # random weights are reproducible, so cacheable
         try:
             model, _, preprocess = open_clip.create_model_and_transforms(

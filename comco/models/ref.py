@@ -23,6 +23,11 @@ class ModelRef:
             return self.name
         return f"{self.name} ({self.pretrained or 'none'})"
 
+    @property
+    def random(self) -> bool:
+        """An open_clip architecture with random weights (seeded): the architecture's prior."""
+        return not self.name.startswith(SELF_CONTAINED) and self.pretrained in (None, "", "none")
+
     def load(self, device: str = "cpu"):
         """The LoadedModel (comco.models.load_model)."""
         from comco.models.factory import load_model
