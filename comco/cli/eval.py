@@ -46,12 +46,12 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
         device = check_device(device or default_device())
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
         refs = pair_models(models, pretrained)
-        note_random_weights(refs, quiet)
         with progress_group(quiet) as progress:
             run_natural_eval(kind, benchmark, root, refs, protocol, out,
                              device=device, batch_size=batch_size,
                              cache_dir=None if no_cache else (cache or DEFAULT_CACHE),
                              analyses=names, progress=progress, say=(lambda _: None) if quiet else typer.echo)
+        note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is
     except UserError as err:
         typer.echo(f"comco: error: {err}", err=True)  # as comco.cli.app.main prints it
         raise typer.Exit(err.exit_code) from None

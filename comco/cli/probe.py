@@ -65,7 +65,6 @@ def probe(
     from comco.models import pair_models
 
     refs = pair_models(model, pretrained)
-    note_random_weights(refs, quiet)
     if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
         raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
     if limit is not None and limit < 1:
@@ -93,6 +92,7 @@ def probe(
         test_fraction=test_fraction, limit=limit, plots=not no_plots)
     results = run_probes(dataset, refs, opts, object_set=object_set, quiet=quiet)
     written = write_reports(out, results, plots=opts.plots)
+    note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is
     if not quiet:
         for m in results["models"]:
             c = m["cache"]
