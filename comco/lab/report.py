@@ -695,6 +695,10 @@ def _analyses_section(doc, fig, oset, res, models, s) -> dict:
 
     names = [n for n in s["probe"]["analyses"] if any(r.get("analyses", {}).get(n) for rs in res.values() for r in rs)]
     if not names:
+        if s["probe"]["analyses"]:  # asked for, but every model that ran them is below its gates
+            doc.h(3, "DeBias analyses on held-out synthetic long captions")
+            doc.p("No fine-tuned model passed the competence gates, so this scale cannot answer what the DeBias "
+                  "analyses (summary Keep / Move / Remove, sentence order, prefix padding) show.")
         return {}
     numbers: dict = {}
     doc.h(3, "DeBias analyses on held-out synthetic long captions")
