@@ -3,7 +3,7 @@
     comco eval retrieval --benchmark docci --root /data/docci --model ViT-B-16 --pretrained openai \\
         --model ckpt:runs/debias/last.pt --protocol all --out runs/eval/docci
 
-Register with `cli.add_typer(commands_eval.app, name="eval")`. Only typer is imported at
+comco/cli/app.py registers it as `comco eval`. Only typer is imported at
 module level; the probes (numpy, torch) load when a command runs.
 """
 

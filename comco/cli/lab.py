@@ -1,6 +1,6 @@
 """`comco lab run RECIPE.toml --out DIR [--scale smoke|small|full]`: a whole experiment in one command.
 
-Register with `app.add_typer(commands_lab.app, name="lab")`. Only typer is imported here;
+comco/cli/app.py registers it as `comco lab`. Only typer is imported here;
 the lab's modules (and through them torch and bpy, inside the stages) load when it runs.
 """
 

@@ -1,6 +1,6 @@
 """`comco probe`: TOR, IOR and the related tables for one or more CLIP-style models.
 
-Register with `app.command("probe")(commands_probe.probe)`. Only typer is imported at
+comco/cli/app.py registers it as `comco probe`. Only typer is imported at
 module level; torch and the probes load when the command runs.
 """
 
