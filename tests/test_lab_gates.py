@@ -26,8 +26,39 @@ def edit(old: str, new: str) -> str:
 def test_the_recipe_defaults_are_the_reviewers_gates():
     for scale in ("small", "full"):
         g = load_recipe(RECIPE, scale).settings["gates"]
-        assert {GATE_KEYS[k]: g[k] for k in GATE_KEYS} == THRESHOLDS
-        assert g["min_passing"] >= 2
+        assert {GATE_KEYS[k]: g[k] for k in GATE_KEYS} == {**THRESHOLDS, "Keep": 0.4}
+        assert g["colour_probe"] == 0.5 and g["min_passing"] >= 2
+
+
+def test_gates_read_the_test_images_captioned_as_each_model_was_taught():
+    """A scratch model at p is gated on the held-out images with p's captions, a fine-tune on
+    its base's p; the untrained priors (no p) on the order-balanced ones."""
+    r = load_recipe(RECIPE, "small")
+    stages = {s.id: s for s in build_stages(r)}
+    for p in r.get("data", "order_bias"):
+        gate = stages[f"captions-test-simco-p{p:g}"]
+        assert gate.deps == {"data": "render-test-simco"} and gate.config == {"order_bias": p}
+        probe = stages[f"probe-scratch-simco-p{p:g}-s0"]
+        assert probe.deps["gate"] == gate.id and probe.deps["test"] == "render-test-simco"
+    p_ft = r.get("finetune", "order_bias")
+    for v in r.get("finetune", "variants"):
+        assert stages[f"probe-finetune-simco-{v['name']}-s0"].deps["gate"] == f"captions-test-simco-p{p_ft:g}"
+
+
+def test_the_labclip_base_learns_colours_from_images_the_map_never_sees():
+    r = load_recipe(RECIPE, "small")
+    stages = {s.id: s for s in build_stages(r)}
+    p = r.get("labclip", "order_bias")
+    for seed in r.get("labclip", "seeds"):
+        lab = stages[f"labclip-simco-s{seed}"]
+        base = stages[lab.deps["model"]]
+        assert base.kind == "scratch" and base.config["captions"] == ["attributes"]
+        assert base.config["steps"] == r.get("labclip", "base_steps")
+        captions = stages[base.deps["data"]]
+        assert captions.id == f"captions-colors-simco-p{p:g}" and captions.config == {"order_bias": p}
+        train, probe = stages[captions.deps["data"]], stages[lab.deps["data"]]
+        assert train.config["colors"] and probe.config["colors"] and train.id != probe.id
+        assert train.config["seed"] != probe.config["seed"] and train.config["n"] == r.get("labclip", "base_images")
 
 
 @pytest.mark.parametrize("old,new,named", [
@@ -39,6 +70,9 @@ def test_the_recipe_defaults_are_the_reviewers_gates():
     ("presence_tor = 0.9 ", "# presence_tor = 0.9 ", "gates.presence_tor"),  # every gate is a required key
     ("[scales.small.scratch]\nseeds = [0, 1, 2]", "[scales.small.scratch]\nseeds = [0]", "scratch.seeds"),
     ("min_passing = 2", "min_passing = 4", "scratch.seeds"),  # 3 seeds cannot give 4 passing models per p
+    ("keep = 0.4 ", "keep = 1.2 ", "gates.keep"),
+    ("colour_probe = 0.5 ", "colour_probe = -1 ", "gates.colour_probe"),
+    ("images = 600\nseeds = [0, 1, 2]", "images = 600\nseeds = [0]", "labclip.seeds"),  # small's, the first
 ])
 def test_a_gate_that_cannot_be_met_is_named(old, new, named):
     scale = "smoke" if "smoke" in named else "small"

@@ -1,4 +1,4 @@
-"""`comco lab run RECIPE.toml --out DIR [--scale smoke|small|full]`: a whole experiment in one command.
+"""`comco lab run RECIPE.toml --out DIR [--scale smoke|small|medium|full]`: a whole experiment in one command.
 
 comco/cli/app.py registers it as `comco lab`. Only typer is imported here;
 the lab's modules (and through them torch and bpy, inside the stages) load when it runs.
@@ -24,7 +24,7 @@ def _group() -> None:
 def run(
     recipe: Annotated[Path, typer.Argument(help="A recipe TOML file (e.g. recipes/order-bias.toml) or a shipped recipe's name.")],
     out: Annotated[Path, typer.Option("--out", help="Run folder: stages, report.md, report.html, results.json.")],
-    scale: Annotated[str, typer.Option(help="smoke (about a minute), small (default, under 30 min on 2 CPU cores) or full (a GPU machine).")] = "small",
+    scale: Annotated[str, typer.Option(help="smoke (about a minute), small (default, under 30 min on 2 CPU cores), medium (the 72 ComCO objects at 96 px, under 2 h on 2 CPU cores) or full (a GPU machine).")] = "small",
     jobs: Annotated[Optional[int], typer.Option(help="Stages run side by side (default: the recipe's, else one per core).")] = None,
     threads: Annotated[Optional[int], typer.Option(help="torch threads per stage (default: cores / jobs).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Reuse the finished stages of a folder that holds another recipe's or scale's run.")] = False,

@@ -122,14 +122,29 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                 "seed": data["test_seed"], "captions": data["captions"], "colors": False, "singles": True,
                 **plan_common, **render_opts}))
             if "labclip" in want:
+                # the LABCLIP base learns names and colours from its own colour images; the map
+                # and the binding probe use others
+                stages.append(Stage(f"render-colors-train-{oset}", "render", {
+                    "role": "colors-train", "object_set": oset, "objects": lab["objects"], "n": lab["base_images"],
+                    "seed": data["seed"] + 7907, "captions": ["attributes"], "colors": True, "singles": False,
+                    **plan_common, **render_opts}))
                 stages.append(Stage(colors_id, "render", {
                     "role": "colors", "object_set": oset, "objects": lab["objects"], "n": lab["images"],
                     "seed": data["seed"] + 7919, "captions": ["attributes"], "colors": True, "singles": False,
                     **plan_common, **render_opts}))
         if "captions" in want:
+            if "labclip" in want:  # the LABCLIP base's attribute captions at its own order bias
+                stages.append(Stage(f"captions-colors-{oset}-{_p(lab['order_bias'])}", "captions",
+                                    {"order_bias": lab["order_bias"]}, {"data": f"render-colors-train-{oset}"}))
             for p in data["order_bias"]:
                 stages.append(Stage(f"captions-{oset}-{_p(p)}", "captions", {"order_bias": p},
                                     {"data": train_id}))
+                if "probe" in want:
+                    # the held-out images captioned the way the models at p were taught: the
+                    # competence gates ask whether a model learnt its own task, the bias probes
+                    # (on the order-balanced test set) what it does beyond it
+                    stages.append(Stage(f"captions-test-{oset}-{_p(p)}", "captions", {"order_bias": p},
+                                        {"data": test_id}))
         if "scratch" not in want:
             continue
         if "probe" in want:
@@ -150,7 +165,7 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                     deep = "analyses" in want and p == ft["order_bias"]
                     stages.append(Stage(f"probe-{sid}", "probe", {
                         **probe_cfg, "summary": deep, "analyses": probe["analyses"] if deep else []},
-                        {"model": sid, "test": test_id}))
+                        {"model": sid, "test": test_id, "gate": f"captions-test-{oset}-{_p(p)}"}))
         if "finetune" in want:
             for v in ft["variants"]:
                 for seed in scratch["seeds"]:
@@ -170,13 +185,19 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                         stages.append(Stage(f"probe-{fid}", "probe", {
                             **probe_cfg, "summary": True,
                             "analyses": probe["analyses"] if "analyses" in want else []},
-                            {"model": fid, "test": test_id}))
+                            {"model": fid, "test": test_id, "gate": f"captions-test-{oset}-{_p(ft['order_bias'])}"}))
         if "labclip" in want:
             for seed in lab["seeds"]:
+                base = f"scratch-colors-{oset}-s{seed}"
+                stages.append(Stage(base, "scratch", {
+                    "seed": seed, "captions": ["attributes"], "steps": lab["base_steps"],
+                    "batch_size": scratch["batch_size"], "lr": scratch["lr"], "warmup": scratch["warmup"],
+                    "weight_decay": scratch["weight_decay"], "device": device, **model_size},
+                    {"data": f"captions-colors-{oset}-{_p(lab['order_bias'])}"}))
                 stages.append(Stage(f"labclip-{oset}-s{seed}", "labclip", {
                     "seed": seed, "steps": lab["steps"], "batch_size": lab["batch_size"], "lr": lab["lr"],
                     "device": device, "bootstrap": probe["bootstrap"]},
-                    {"model": f"scratch-{oset}-{_p(lab['order_bias'])}-s{seed}", "data": colors_id}))
+                    {"model": base, "data": colors_id}))
     if "report" in want:
         stages.append(Stage("report", "report", {"recipe": recipe.to_dict()},
                             {st.id: st.id for st in stages}))

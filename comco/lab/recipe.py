@@ -2,7 +2,7 @@
 
 A recipe names its stages and the settings of each (`[gates]` holds the competence
 thresholds a model must reach before its numbers count); `[scales.NAME]` tables replace
-settings key by key for one scale (`smoke`, `small`, `full`). Every key, stage and
+settings key by key for one scale (`smoke`, `small`, `medium`, `full`). Every key, stage and
 value is checked before anything runs: a mistake ends the command with exit code 2
 and one line that names the key (`comco.errors.UserError`).
 
@@ -22,7 +22,7 @@ from typing import Any, Callable
 from comco.errors import UserError
 from comco.record import LAYOUTS, PRESETS
 
-SCALES = ("smoke", "small", "full")
+SCALES = ("smoke", "small", "medium", "full")
 STAGES = ("render", "captions", "scratch", "probe", "finetune", "analyses", "labclip", "report")
 # A stage that needs another stage's output cannot run without it.
 STAGE_NEEDS = {"captions": ("render",), "scratch": ("captions",), "probe": ("scratch",),
@@ -173,16 +173,19 @@ SCHEMA: dict[str, dict[str, Callable]] = {
               "batch_size": _int(1), "analyses": _list(_choice(ANALYSES))},
     "labclip": {"order_bias": _float(0.0, 1.0), "images": _int(4), "objects": _list(_int(2, 5)),
                 "seeds": _list(_int(0)), "steps": _int(1), "batch_size": _int(2),
-                "lr": _float(0.0, 1.0, open_lo=True)},
+                "lr": _float(0.0, 1.0, open_lo=True), "base_images": _int(4), "base_steps": _int(1)},
     "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES)},
     # competence gates: the least value of each figure a model must reach on the held-out
     # test set before any of its numbers enters a fit, a comparison or a paragraph
     "gates": {"set_r1": _float(0.0, 1.0), "swap_largest": _float(0.0, 1.0), "swap_small": _float(0.0, 1.0),
-              "presence_tor": _float(0.0, 1.0), "presence_ior": _float(0.0, 1.0), "min_passing": _int(2)},
+              "presence_tor": _float(0.0, 1.0), "presence_ior": _float(0.0, 1.0), "keep": _float(0.0, 1.0),
+              "colour_probe": _float(0.0, 1.0), "min_passing": _int(2)},
 }
 # recipe key -> the figure of comco.probes.gates it bounds
 GATE_KEYS = {"set_r1": "set R@1", "swap_largest": "swap largest", "swap_small": "swap small",
-             "presence_tor": "presence TOR", "presence_ior": "presence IOR"}
+             "presence_tor": "presence TOR", "presence_ior": "presence IOR", "keep": "Keep"}
+# gates only the fine-tuned (long-caption) models must pass
+FINETUNE_GATES = ("Keep",)
 TOP = {"name": _str(), "description": _str(), "stages": _list(_choice(STAGES))}
 
 
@@ -247,7 +250,7 @@ def parse_recipe(text: str, scale: str, path: str = "<recipe>") -> Recipe:
     settings = {s: _check_section(s, raw.get(s, {}), partial=False) for s in SCHEMA}
     scales = raw.get("scales", {})
     if not isinstance(scales, dict):
-        raise UserError("recipe key 'scales' must hold tables [scales.smoke], [scales.small], [scales.full]")
+        raise UserError("recipe key 'scales' must hold tables [scales.NAME] for NAME in " + ", ".join(SCALES))
     for name, over in scales.items():
         if name not in SCALES:
             raise UserError(f"unknown scale 'scales.{name}'; scales: {', '.join(SCALES)}")
@@ -283,13 +286,9 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
     if "finetune" in stages and s["finetune"]["order_bias"] not in biases:
         raise UserError(f"recipe key 'finetune.order_bias' = {s['finetune']['order_bias']}: "
                         f"not one of data.order_bias {biases}")
-    if "labclip" in stages:
-        if s["labclip"]["order_bias"] not in biases:
-            raise UserError(f"recipe key 'labclip.order_bias' = {s['labclip']['order_bias']}: "
-                            f"not one of data.order_bias {biases}")
-        extra = [x for x in s["labclip"]["seeds"] if x not in s["scratch"]["seeds"]]
-        if extra:
-            raise UserError(f"recipe key 'labclip.seeds': seed {extra[0]} is not one of scratch.seeds")
+    if "labclip" in stages and len(s["labclip"]["seeds"]) < s["gates"]["min_passing"]:
+        raise UserError(f"recipe key 'labclip.seeds' = {s['labclip']['seeds']}: fewer than gates.min_passing = "
+                        f"{s['gates']['min_passing']} LABCLIP bases cannot give an interval; add seeds")
     if s["scratch"]["context_length"] < 8 or s["finetune"]["keep"] >= s["scratch"]["context_length"]:
         raise UserError(f"recipe key 'finetune.keep' = {s['finetune']['keep']}: must be below "
                         f"scratch.context_length {s['scratch']['context_length']}")
@@ -312,7 +311,7 @@ def load_recipe(path: str | Path, scale: str) -> Recipe:
 
     Args:
         path: a TOML file, or a shipped recipe's name ("order-bias").
-        scale: "smoke", "small" or "full"; its [scales.NAME] tables replace the base keys.
+        scale: one of SCALES ("smoke", "small", "medium", "full"); its [scales.NAME] tables replace the base keys.
     """
     p = Path(path)
     if not p.exists():

@@ -119,10 +119,12 @@ def captions(config: dict, deps: dict, out: Path) -> dict:
             largest_first += order[0] == large
     data = out / DATA
     data.mkdir(parents=True, exist_ok=True)
-    link = data / "images"
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(os.path.relpath(base.root / "images", data), target_is_directory=True)
+    for folder in ("images", "singles"):  # the same files: only the captions differ
+        link = data / folder
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        if (base.root / folder).is_dir():
+            link.symlink_to(os.path.relpath(base.root / folder, data), target_is_directory=True)
     write_jsonl(data / SCENES, records)
     info["config"]["order_bias"] = cfg.order_bias
     info["derived_from"] = {"config_hash": base.info["config_hash"], "root": str(base.root)}
@@ -240,6 +242,16 @@ def _prior_model(config: dict, out: Path) -> Path:
     return save_initial(out / "model.pt", p["seed"], options)
 
 
+def _analyses(payload: dict) -> dict:
+    out = {}
+    for name, entry in payload["models"][0]["analyses"].items():
+        out[name] = {
+            "direction": entry["direction"], "n_captions": entry["n_captions"],
+            "variants": {v: {d: {"value": r[d]["R@1"], "lo": r[d]["R@1_ci95"][0], "hi": r[d]["R@1_ci95"][1]}
+                             for d in ("t2i", "i2t")} for v, r in entry["variants"].items()}}
+    return out
+
+
 def probe(config: dict, deps: dict, out: Path) -> dict:
     from comco.models import ModelRef, load_model
     from comco.probes import (
@@ -272,8 +284,13 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
     loaded = load_model(model, None, device)
     emb = Embedder(loaded, cache_dir=None, batch_size=config["batch_size"])
     res["sensitivity"] = sensitivity(data, emb, "and", **kw)
-    res["gates"] = {k: _stat({**v, "role": k}) for k, v in
-                    gate_figures(data, emb, config["tor_templates"][0], **kw).items()}
+    # the gates on the test images captioned as the model was taught (deps["gate"]); the same
+    # figures on the order-balanced captions are kept beside them: their gap is order reliance
+    gate_data = open_dataset(deps["gate"] / DATA) if "gate" in deps else data
+    gates = lambda d: {k: _stat({**v, "role": k}) for k, v in  # noqa: E731
+                       gate_figures(d, emb, config["tor_templates"][0], **kw).items()}
+    res["gates"] = gates(gate_data)
+    res["gates_balanced"] = gates(data) if gate_data is not data else res["gates"]
     res["ior_present"] = {str(g["n_objects"]): [_stat(s) for s in g["metrics"]["present_only"]]
                           for g in ior_present_only(data, emb, **kw)}
     if config["summary"]:
@@ -284,11 +301,15 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
         payload = run_natural_eval("analyses", "comco", test, [ModelRef(model)], "all", out / "analyses",
                                    device=device, batch_size=config["batch_size"], cache_dir=None,
                                    analyses=tuple(config["analyses"]))
-        res["analyses"] = {}
-        for name, entry in payload["models"][0]["analyses"].items():
-            res["analyses"][name] = {
-                "direction": entry["direction"], "n_captions": entry["n_captions"],
-                "variants": {v: {d: {"value": r[d]["R@1"], "lo": r[d]["R@1_ci95"][0], "hi": r[d]["R@1_ci95"][1]}
-                                 for d in ("t2i", "i2t")} for v, r in entry["variants"].items()}}
+        res["analyses"] = _analyses(payload)
+        # the Keep gate: long-caption text-to-image R@1 on the captions the model was taught
+        keep = res["analyses"].get("summary")
+        if gate_data is not data:
+            keep = _analyses(run_natural_eval(
+                "analyses", "comco", deps["gate"] / DATA, [ModelRef(model)], "all", out / "keep", device=device,
+                batch_size=config["batch_size"], cache_dir=None, analyses=("summary",)))["summary"]
+        if keep:
+            res["gates"]["Keep"] = {"role": "Keep", **keep["variants"]["keep"]["t2i"], "n": keep["n_captions"],
+                                    "chance": 1.0 / max(1, len(gate_data.records))}
     write_json(out / RESULTS, res, indent=1, sort_keys=False)
     return {"results": RESULTS}
