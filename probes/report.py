@@ -1,4 +1,5 @@
-"""Reports: results.json, a Markdown and a CSV table per probe, PNG bar plots.
+"""The per-probe pieces of a probe report: a Markdown and a CSV table per probe and one
+PNG figure per probe (object counts as panels); comco.probes.page puts them on the page.
 
 Tables are laid out like the papers' (a row per model, a column per role), with
 measured rows first, a chance row, then published reference rows clearly marked.
@@ -8,13 +9,12 @@ Several models in one run share one table per (probe, group, metric).
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
-from comco.io import write_json, write_text
 from comco.report.plots import interval_bars, pyplot, save
 from comco.report.published import published_rows
 from comco.report.tables import csv_text as table_csv
+from comco.report.tables import markdown_table
 
 TITLES = {
     "tor": "TOR: text-based object retrieval, by mention position",
@@ -42,10 +42,6 @@ def fmt(stat: dict) -> str:
     return f"{100 * v:.1f} [{100 * stat['lo']:.1f}, {100 * stat['hi']:.1f}]"
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
 def tables(results: dict) -> dict[str, list[dict]]:
     """probe -> [{"group", "metric", "n_objects", "roles", "rows": {model: [stat per role]}}] in run order."""
     out: dict[str, list[dict]] = {}
@@ -67,33 +63,38 @@ def tables(results: dict) -> dict[str, list[dict]]:
     return out
 
 
+def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
+    """(header, rows, counts note) of one table: measured rows, a chance row, published rows (marked)."""
+    roles = t["roles"]
+    rows, chance = [], {}
+    for model, by_role in t["rows"].items():
+        ns = [by_role[r]["n"] for r in roles if r in by_role]
+        rows.append([model] + [fmt(by_role[r]) if r in by_role else "–" for r in roles] + [_span(ns)])
+        for r in roles:
+            c = by_role.get(r, {}).get("chance")
+            if c is not None and r not in chance:
+                chance[r] = c
+    if chance:
+        rows.append(["*chance*"] + [f"{100 * chance[r]:.1f}" if r in chance else "–" for r in roles] + [""])
+    for p in published_rows(probe, t["metric"], t["n_objects"]):
+        rows.append([f"*published:* {p['label']} ({p['source']})"]
+                    + [f"{p['values'][r]:.2f}" if r in p["values"] else "–" for r in roles] + [""])
+    notes = "; ".join(f"{m}: " + ", ".join(f"{k} {v}" for k, v in n.items()) for m, n in t["notes"].items() if n)
+    return ["model", *roles, "n"], rows, f"Counts - {notes}." if notes else ""
+
+
+CELLS_NOTE = "Cells: % with a bootstrap 95 % interval over images; n = trials per cell (min-max over columns)."
+
+
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:
     lines = [f"# {TITLES.get(probe, probe)}", "",
              f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
-             f"seed {results['seed']}. Cells: % with a bootstrap 95 % interval over images; "
-             "n = trials per cell (min-max over columns).", ""]
+             f"seed {results['seed']}. {CELLS_NOTE}", ""]
     for t in tabs:
-        roles = t["roles"]
-        lines += [f"## {t['group']} - {t['metric']}", "",
-                  "| model | " + " | ".join(roles) + " | n |", "|---" * (len(roles) + 2) + "|"]
-        chance = {}
-        for model, by_role in t["rows"].items():
-            cells = [fmt(by_role[r]) if r in by_role else "–" for r in roles]
-            ns = [by_role[r]["n"] for r in roles if r in by_role]
-            lines.append(f"| {model} | " + " | ".join(cells) + f" | {_span(ns)} |")
-            for r in roles:
-                c = by_role.get(r, {}).get("chance")
-                if c is not None and r not in chance:
-                    chance[r] = c
-        if chance:
-            lines.append("| *chance* | " + " | ".join(
-                f"{100 * chance[r]:.1f}" if r in chance else "–" for r in roles) + " | |")
-        for p in published_rows(probe, t["metric"], t["n_objects"]):
-            lines.append(f"| *published:* {p['label']} ({p['source']}) | " + " | ".join(
-                f"{p['values'][r]:.2f}" if r in p["values"] else "–" for r in roles) + " | |")
-        notes = "; ".join(f"{m}: " + ", ".join(f"{k} {v}" for k, v in n.items()) for m, n in t["notes"].items() if n)
+        header, rows, notes = table_block(probe, t)
+        lines += [f"## {t['group']} - {t['metric']}", "", markdown_table(header, rows)]
         if notes:
-            lines += ["", f"Counts - {notes}."]
+            lines += ["", notes]
         lines.append("")
     return "\n".join(lines)
 
@@ -124,65 +125,122 @@ def csv_text(probe: str, tabs: list[dict]) -> str:
     return table_csv(CSV_COLUMNS, rows)
 
 
-def plot(path: Path, probe: str, t: dict) -> None:
+def _family(t: dict) -> str:
+    """The table's group without its object count: "and, 3 objects, bare-name gallery" -> "and, bare-name gallery"."""
+    n = t["n_objects"]
+    if n is None:
+        return t["group"]
+    parts = [x for x in t["group"].split(", ") if x != f"{n} objects"]
+    return ", ".join(parts)
+
+
+def _scale(t: dict) -> float:
+    return 1.0 if any(s.get("unit") == "x" for by_role in t["rows"].values() for s in by_role.values()) else 100.0
+
+
+def _panel(ax, probe: str, t: dict, scale: float) -> float:
+    """One table as interval bars with its chance level and published markers; returns the highest point drawn."""
     import numpy as np
 
-    plt = pyplot()
     roles, models = t["roles"], list(t["rows"])
-    scale = 1.0 if any(s.get("unit") == "x" for m in models for s in t["rows"][m].values()) else 100.0
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(roles) * max(1, len(models)) ** 0.5, 3.6))
     x = np.arange(len(roles))
     interval_bars(ax, roles, {m: [(value(s), s["lo"], s["hi"]) if s else None for s in map(t["rows"][m].get, roles)]
                               for m in models}, scale=scale)
+    width = 0.8 / max(1, len(models))  # interval_bars' layout: mark the bars that have no data
+    for j, m in enumerate(models):
+        for i, r in enumerate(roles):
+            v = value(t["rows"][m].get(r, {}))
+            if v is None or math.isnan(v):
+                ax.text(i + (j - (len(models) - 1) / 2) * width, 0, "n/a", ha="center", va="bottom", rotation=90,
+                        fontsize=6, color="0.45")
+    top = [scale * s[k] for m in models for s in t["rows"][m].values() for k in ("hi", "acc", "mean")
+           if isinstance(s.get(k), (int, float)) and not math.isnan(s[k])]
     chance = [next((t["rows"][m][r].get("chance") for m in models if r in t["rows"][m]
                     and t["rows"][m][r].get("chance") is not None), None) for r in roles]
     for i, c in enumerate(chance):
         if c is not None:
-            ax.hlines(scale * c, i - 0.45, i + 0.45, colors="k", linestyles="dashed", linewidth=1,
-                      label="chance" if i == next(k for k, cc in enumerate(chance) if cc is not None) else None)
+            ax.hlines(scale * c, i - 0.45, i + 0.45, colors="k", linestyles="dashed", linewidth=1, label="chance")
+            top.append(scale * c)
     for k, p in enumerate(published_rows(probe, t["metric"], t["n_objects"])[:7]):
         ys = [p["values"].get(r, np.nan) for r in roles]
         ax.plot(x, ys, linestyle="none", marker="x", markersize=5, color=f"C{(k + len(models)) % 10}",
                 label=f"published: {p['label']}")
-    ax.set_xticks(x, roles, rotation=20 if len(roles) > 5 else 0)
-    ax.set_ylabel("%" if scale == 100 else "ratio")
-    ax.set_title(f"{probe}: {t['group']} - {t['metric']}", fontsize=9)
-    ax.legend(fontsize=6, loc="best")
-    save(fig, path, dpi=110)
+        top += [y for y in ys if not math.isnan(y)]
+    long_labels = sum(len(r) for r in roles) > 6 * len(roles)
+    ax.set_xticks(x, roles, rotation=30 if long_labels else 0, ha="right" if long_labels else "center", fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
+    return max(top, default=1.0)
 
 
-def write_reports(out: Path, results: dict, plots: bool = True) -> list[Path]:
-    """results.json, a Markdown and a CSV table per probe, and PNG plots (unless `plots` is False).
-
-    Args:
-        out: the output folder.
-        results: what run_probes returned.
-        plots: draw the plots.
-    Returns the paths written."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "results.json"]
-    write_json(written[0], results, indent=1, sort_keys=False, default=_jsonable, allow_nan=True)
-    for probe, tabs in tables(results).items():
-        for ext, text in (("md", markdown(probe, tabs, results)), ("csv", csv_text(probe, tabs))):
-            path = out / f"{probe}.{ext}"
-            write_text(path, text)
-            written.append(path)
-        if plots:
-            for t in tabs:
-                path = out / "plots" / f"{probe}_{_slug(t['group'])}_{_slug(t['metric'])}.png"
-                plot(path, probe, t)
-                written.append(path)
-    return written
+MAX_FIGURE_WIDTH = 11.0  # inches: wider rows wrap their panels onto more lines, so a page shows them unshrunk
 
 
-def _jsonable(o):
-    import numpy as np
+def _lines(widths: list[float]) -> list[list[int]]:
+    """Panel indices split into lines that fit MAX_FIGURE_WIDTH (each line at least one panel)."""
+    lines, width = [[]], 1.0
+    for i, w in enumerate(widths):
+        if lines[-1] and width + w > MAX_FIGURE_WIDTH:
+            lines.append([])
+            width = 1.0
+        lines[-1].append(i)
+        width += w
+    return lines
 
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+
+def probe_figure(path: Path, probe: str, tabs: list[dict]) -> Path:
+    """One PNG per probe: a row per (group, metric), a panel per object count in it (wrapped onto more
+    lines when wide), one y range per row, one legend."""
+    import textwrap
+
+    plt = pyplot()
+    rows = list(dict.fromkeys((_family(t), t["metric"]) for t in tabs))
+    counts = list(dict.fromkeys(t["n_objects"] for t in tabs))
+    counts = sorted(c for c in counts if c is not None) + [None] * (None in counts)
+    cell = {((_family(t), t["metric"]), t["n_objects"]): t for t in tabs}
+    n_models = max(len(t["rows"]) for t in tabs)
+    widths = [0.9 + 0.42 * max((len(t["roles"]) for t in tabs if t["n_objects"] == c), default=1)
+              * max(1, n_models) ** 0.5 for c in counts]
+    chunks = _lines(widths)
+    width = 1.0 + max(sum(widths[i] for i in chunk) for chunk in chunks)
+    fig = plt.figure(figsize=(width, 2.5 * len(rows) * len(chunks)))
+    grid = fig.add_gridspec(len(rows) * len(chunks), 1)
+    axes = []
+    for i, row in enumerate(rows):
+        drawn = []
+        for k, chunk in enumerate(chunks):
+            line = grid[i * len(chunks) + k].subgridspec(1, len(chunk), width_ratios=[widths[j] for j in chunk])
+            for col, j in enumerate(chunk):
+                n, t = counts[j], cell.get((row, counts[j]))
+                ax = fig.add_subplot(line[0, col])
+                axes.append(ax)
+                if t is None:
+                    ax.axis("off")
+                    continue
+                scale = _scale(t)
+                drawn.append((ax, _panel(ax, probe, t, scale)))
+                ax.set_title("all scenes" if n is None else f"{n} objects", fontsize=8)
+                if col == 0:
+                    name = textwrap.fill(f"{row[0]}: {row[1]}" if row[0] else row[1], 26)
+                    ax.set_ylabel(f"{name}\n({'%' if scale == 100 else 'ratio'})", fontsize=8)
+        top = max(h for _, h in drawn)
+        for ax, _ in drawn:  # one y range per row, so panels of a row compare by eye
+            ax.set_ylim(0, 1.08 * top)
+    handles = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    # as many legend columns as fit the figure's width (a 7 pt character is about 0.06 in), widening it if need be
+    column = 0.5 + 0.06 * max((len(label) for label in handles), default=0)
+    width = max(width, min(18.0, column + 0.2))
+    ncol = max(1, min(4, len(handles), int((width - 0.2) // column)))
+    legend_h = 0.3 + 0.2 * -(-len(handles) // ncol)  # inches: one line per legend row
+    height = fig.get_figheight() + legend_h
+    fig.set_size_inches(width, height)
+    fig.suptitle(TITLES.get(probe, probe), fontsize=10)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+    return save(fig, path, dpi=110, rect=(0, legend_h / height, 1, 1))
+
+
+def figure_path(out: Path, probe: str) -> Path:
+    """Where a probe's combined figure goes."""
+    return Path(out) / "plots" / f"{probe}.png"

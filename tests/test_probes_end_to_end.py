@@ -46,7 +46,8 @@ def test_probe_random_vit_s_32_end_to_end(dataset, tmp_path):
     md = (out / "tor.md").read_text()
     assert "| ViT-S-32 (none) |" in md and "*published:* CLIP openAI" in md
     assert (out / "ior.csv").read_text().startswith("probe,group,metric,source,model,role,value,lo,hi,n")
-    assert len(list((out / "plots").glob("*.png"))) >= 8
+    assert sorted(p.name for p in (out / "plots").iterdir()) == sorted(f"{p}.png" for p in res["probes"])
+    assert all(f"](plots/{p}.png)" in (out / "report.md").read_text() for p in res["probes"])
 
     again = invoke(*args)
     assert again.exit_code == 0

@@ -198,9 +198,9 @@ def test_tables_and_plots(run):
         assert rows[0] == "probe,group,metric,source,model,role,value,lo,hi,n,clusters,chance"
         measured = [r for r in rows[1:] if ",measured," in r]
         assert len(measured) == sum(len(stats) for g in groups for stats in g["metrics"].values())
-    plots = sorted(p.name for p in (out / "plots").glob("*.png"))
-    assert len(plots) == 2 * sum(len(res["probes"][p][LABEL]) for p in ("tor", "ior", "ior_slot"))
-    assert "tor_and-3-objects-bare-name-gallery_unconditional.png" in plots and "ior_4-objects_conditional.png" in plots
+    plots = sorted(p.name for p in (out / "plots").iterdir())
+    assert plots == ["ior.png", "ior_slot.png", "tor.png"]  # one figure per probe, object counts as its panels
     for p in plots:
         with Image.open(out / "plots" / p) as im:
             assert im.format == "PNG" and im.size[0] > 100
+    assert all(f"](plots/{p})" in (out / "report.md").read_text() for p in plots)

@@ -21,7 +21,7 @@ def probe(
     model: Models = None,
     pretrained: Pretrained = None,
     probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention (default: all the data supports).")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables and plots.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables, plots and the page (report.md, report.html).")] = None,
     text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
     object_set: Annotated[Optional[str], typer.Option("--object-set", help="Object set for --text-only without a dataset.")] = None,
     gallery: Annotated[Optional[str], typer.Option("--gallery", help="--text-only over a fixed name list instead of a set: coco90 (ComCO's COCO gallery, ids 1-90), coco91 (the COCO paper's list) or coco80.")] = None,

@@ -6,5 +6,6 @@ from comco.lazy import door
 __getattr__, __dir__, __all__ = door(__name__, {
     "Doc": "document", "markdown_table": "tables", "csv_text": "tables", "pct": "tables", "interval": "tables",
     "pyplot": "plots", "save": "plots", "error_bars": "plots", "interval_bars": "plots",
-    "published_rows": "published", "published_retrieval": "published", "published_analysis": "published",
+    "published_rows": "published", "published_model": "published",
+    "published_biases": "published", "published_retrieval": "published", "published_analysis": "published",
 })

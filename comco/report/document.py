@@ -13,6 +13,7 @@ from comco.report.tables import markdown_table
 STYLE = ("body{font-family:sans-serif;max-width:1000px;margin:2em auto;line-height:1.45}"
          "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
          "td,th{border:1px solid #bbb;padding:2px 6px;text-align:left}"
+         "td+td{white-space:nowrap}.wide{overflow-x:auto}"  # a number and its interval on one line; wide tables scroll
          "img{max-width:100%}code{background:#f3f3f3}")
 
 
@@ -63,9 +64,10 @@ class Doc:
             elif b[0] == "p":
                 parts.append(f"<p>{inline(b[1])}</p>")
             elif b[0] == "table":
-                parts.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in b[1]) + "</tr>")
+                parts.append("<div class='wide'><table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in b[1])
+                             + "</tr>")
                 parts += ["<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in b[2]]
-                parts.append("</table>")
+                parts.append("</table></div>")
             elif b[0] == "img":
                 data = base64.b64encode(b[1].read_bytes()).decode()
                 parts.append(f"<p><img alt='{html.escape(b[2])}' src='data:image/png;base64,{data}'></p>")

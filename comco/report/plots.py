@@ -19,10 +19,11 @@ def pyplot():
     return plt
 
 
-def save(fig, path: str | Path, dpi: int = 100) -> Path:
-    """Write the figure as PNG (atomically) and close it."""
+def save(fig, path: str | Path, dpi: int = 100, rect: tuple | None = None) -> Path:
+    """Write the figure as PNG (atomically) and close it; `rect` (left, bottom, right, top, as figure
+    fractions) keeps the axes inside it, leaving room for a figure legend."""
     buffer = io.BytesIO()
-    fig.tight_layout()
+    fig.tight_layout(rect=rect)
     fig.savefig(buffer, format="png", dpi=dpi)
     pyplot().close(fig)
     return write_text(path, buffer.getvalue())

@@ -74,6 +74,37 @@ def published_rows(probe: str, metric: str, n_objects) -> list[dict]:
         PUBLISHED.get((probe, metric, None), []) if n_objects is not None else [])
 
 
+# The ComCO rows name the weights' training data, not the architecture (REFERENCE.md), so a
+# measured model meets a row by where its weights come from: (substring, row label), first match wins.
+_COMCO_MATCH = [("negclip", "NegCLIP"), ("sugarcrepe", "SugarCrepe"), ("roberta", "CLIP Roberta"),
+                ("siglip2", None), ("siglip 2", None), ("siglip", "SigLIP"), ("openai", "CLIP openAI"),
+                ("datacomp", "CLIP Datacomp"), ("laion", "CLIP LAION")]
+
+
+def published_model(name: str, pretrained: str | None = None, identity: str = "") -> str | None:
+    """The ComCO paper's row for the same weights ("CLIP openAI" for `--pretrained openai`), or None.
+
+    Args:
+        name: the model name (`ViT-B-32`, `hf:DIR`, `ckpt:PATH`).
+        pretrained: its weights tag or file (None for folders and checkpoints).
+        identity: the loaded model's identity (names the transformers model type of `hf:` folders)."""
+    text = f"{name} {pretrained or ''} {identity}".lower()
+    if pretrained in (None, "", "none") and not name.startswith("hf:"):
+        return None  # random weights or a comco checkpoint: no published row is the same model
+    return next((label for key, label in _COMCO_MATCH if key in text), None)
+
+
+def published_biases() -> list[dict]:
+    """The ComCO rows' headline numbers (4-object captions / 1 large + 3 small, conditional, %):
+    {"label", "source", "first" (TOR 1st share), "largest" (IOR largest share)}, None where not reported."""
+    tor = {r["label"]: r for r in PUBLISHED[("tor", "conditional", 4)]}
+    ior = {r["label"]: r for r in PUBLISHED[("ior", "conditional", 4)]}
+    return [{"label": label, "source": COMCO,
+             "first": tor[label]["values"]["1st"] if label in tor else None,
+             "largest": ior[label]["values"]["largest"] if label in ior else None}
+            for label in dict.fromkeys([*tor, *ior])]
+
+
 DEBIAS_SOURCE = "published: DeBias-CLIP paper (CVPR 2026), ViT-B/16, its own protocol"
 
 # ---------------------------------------------------------------- DeBias-CLIP (CVPR 2026)

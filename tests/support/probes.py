@@ -81,6 +81,18 @@ def make_dataset(root: Path, *, n: int = 8, objects=(3, 4), colors: bool = False
     return root
 
 
+def small_set(folder: Path, k: int = 5) -> Path:
+    """An object set of simco's first `k` shapes: with few names a random model's top-n often holds exactly
+    the n objects of a scene, so the conditional (ComCO) shares have trials even for tiny random models."""
+    import re
+
+    text = (Path(load_object_set("simco").root) / "objects.toml").read_text()
+    cut = [m.start() for m in re.finditer(r"^\[\[objects\]\]", text, re.M)][k]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "objects.toml").write_text(text[:cut].replace('name = "simco"', f'name = "simco{k}"', 1))
+    return folder
+
+
 SET = load_object_set("simco")
 
 

@@ -1,0 +1,219 @@
+"""What `comco probe` writes: results.json, the per-probe tables and figures, and one page
+(report.md, report.html) that answers the first question first.
+
+The page opens with a headline per model: how first-mention biased (TOR, the share of
+the first-mentioned object) and how large-object biased (IOR, the share of the largest
+object) it is, each with its interval, chance level and the ComCO paper's row for the
+same weights (marked as published, never in place of a measured number); with several
+models a leaderboard per bias index; then each probe's combined figure and tables.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from comco.io import write_json, write_text
+from comco.probes.report import CELLS_NOTE, TITLES, csv_text, figure_path, fmt, markdown, probe_figure, table_block
+from comco.probes.report import tables as probe_tables
+from comco.report.document import Doc
+from comco.report.published import COMCO, published_biases, published_model
+
+HEADLINE_COUNT = 4  # the published rows' object count: the headline uses it where the data has it
+HEADLINE_TEMPLATE = "and"  # ComCO's "X and Y and Z" captions, when the run has them
+
+
+@dataclass(frozen=True)
+class BiasIndex:
+    key: str  # "first" / "largest": the published_biases field
+    name: str
+    probe: str
+    role: str
+    says: str
+
+
+INDICES = (
+    BiasIndex("first", "first-mention bias", "tor", "1st", "TOR: the first-mentioned object's share"),
+    BiasIndex("largest", "large-object bias", "ior", "largest", "IOR: the largest object's share"),
+)
+
+
+def headline_group(groups: list[dict]) -> dict | None:
+    """The group a headline is read from: 4 objects when present (else the most), the `and` template when present."""
+    counted = [g for g in groups if g.get("n_objects")]
+    if not counted:
+        return None
+    counts = {g["n_objects"] for g in counted}
+    n = HEADLINE_COUNT if HEADLINE_COUNT in counts else max(counts)
+    at = [g for g in counted if g["n_objects"] == n]
+    return next((g for g in at if g.get("template") == HEADLINE_TEMPLATE), at[0])
+
+
+def _role(group: dict, metric: str, role: str) -> dict | None:
+    return next((s for s in group["metrics"].get(metric, []) if s["role"] == role), None)
+
+
+def headline(results: dict) -> dict[str, dict[str, dict | None]]:
+    """model label -> index key -> {"group", "share" (conditional stat), "raw" (unconditional stat)} or None."""
+    out = {}
+    for m in results["models"]:
+        row = {}
+        for ix in INDICES:
+            g = headline_group(results["probes"].get(ix.probe, {}).get(m["label"], []))
+            share = g and _role(g, "conditional", ix.role)
+            row[ix.key] = None if not share else {"group": f"{ix.probe.upper()}: {g['key']}", "share": share,
+                                                  "raw": _role(g, "unconditional", ix.role)}
+        out[m["label"]] = row
+    return out
+
+
+def _value(stat: dict | None) -> float:
+    v = None if stat is None else stat.get("acc")
+    return float("nan") if v is None else float(v)
+
+
+def leaderboard(head: dict, key: str) -> list[tuple[str, dict | None]]:
+    """(model, its headline entry) from the most biased down; models without a number last, in run order."""
+    entries = list(head.items())
+    ranked = [e for e in entries if e[1][key] and not math.isnan(_value(e[1][key]["share"]))]
+    ranked.sort(key=lambda e: -_value(e[1][key]["share"]))
+    return [(m, h[key]) for m, h in ranked] + [(m, h[key]) for m, h in entries if (m, h) not in ranked]
+
+
+def _chance(stat: dict | None) -> str:
+    c = None if stat is None else stat.get("chance")
+    return "–" if c is None else f"{100 * c:.1f}"
+
+
+def _missing(results: dict, ix: BiasIndex) -> str:
+    if results.get("options", {}).get("text_only") and ix.probe != "tor":
+        return "not measured (--text-only: no images)"
+    why = results["skipped"].get(ix.probe)
+    if why:
+        return f"not measured ({ix.probe}: {why})"
+    if ix.probe in results["probes"]:
+        return f"no {ix.role} share ({ix.probe} kept no query whose top-n are the objects present)"
+    return f"not measured ({ix.probe} not run)"
+
+
+def _headline_section(doc: Doc, results: dict, head: dict) -> None:
+    published = {p["label"]: p for p in published_biases()}
+    doc.h(2, "Headline")
+    doc.p("**First-mention bias**: among TOR queries whose top-n retrieved names are exactly the n objects the "
+          "caption mentions (the ComCO paper's conditional metric), the share whose top-1 is the first-mentioned "
+          "object; **large-object bias**: the same for IOR (image against single-object renders) and the largest "
+          "object by measured pixels. *Raw top-1* is that object's top-1 rate over all queries. % with a bootstrap "
+          "95 % interval over images (over tuples with --text-only); chance is 1 / n for a share and 1 / gallery for a "
+          "raw rate.")
+    rows, notes = [], []
+    for m in results["models"]:
+        match = published_model(m["name"], m.get("pretrained"), m.get("identity", ""))
+        for ix in INDICES:
+            h = head[m["label"]][ix.key]
+            ref = published.get(match, {}).get(ix.key) if match else None
+            ref_cell = f"*published:* {match} {ref:.2f}" if ref is not None else "–"
+            if h is None:
+                rows.append([m["label"], ix.name, _missing(results, ix), "–", "–", "–", "–", "–", ref_cell])
+                continue
+            share, raw = h["share"], h["raw"]
+            rows.append([m["label"], ix.name, h["group"], fmt(share), _chance(share),
+                         "–" if raw is None else fmt(raw), _chance(raw),
+                         f"{share['n']} of {raw['n'] if raw else '?'}", ref_cell])
+        if m.get("pretrained") in (None, "", "none") and not m["name"].startswith(("hf:", "ckpt:")):
+            notes.append(f"{m['label']} has random weights: its numbers are the architecture's prior, not a "
+                         "trained model's bias.")
+    doc.table(["model", "bias", "measured on", "share % [95 % CI]", "chance", "raw top-1 % [95 % CI]", "raw chance",
+               "n (kept of queries)", "published (ComCO, 4 objects)"], rows)
+    doc.p("The published column is the ComCO paper's row for the same weights, matched by where the weights come "
+          "from (the tag `openai` -> CLIP openAI, tags starting `laion` -> CLIP LAION, `datacomp` -> CLIP "
+          "Datacomp; Roberta, SigLIP, NegCLIP and SugarCrepe by name); the paper does not state the architecture, "
+          "and its IOR rows rest on a few dozen images. It is a reference beside the measured number, never a "
+          "measurement." + (" " + " ".join(notes) if notes else ""))
+    doc.h(3, "Published models (reference only)")
+    doc.p(f"{COMCO}: TOR on 4-object captions, IOR on 1 large + 3 small objects; conditional shares, %.")
+    doc.table(["published model", "first-mention share (TOR 1st)", "large-object share (IOR largest)"],
+              [[f"*published:* {p['label']}", "–" if p["first"] is None else f"{p['first']:.2f}",
+                "–" if p["largest"] is None else f"{p['largest']:.2f}"] for p in published.values()])
+
+
+def _leaderboard_section(doc: Doc, head: dict) -> None:
+    doc.h(2, "Leaderboard")
+    doc.p("The models of this run ranked by each bias index (most biased first; a model without the number comes "
+          "last). Overlapping intervals mean the order between those models is not settled.")
+    for ix in INDICES:
+        doc.h(3, f"By {ix.name} ({ix.says})")
+        rows, board = [], leaderboard(head, ix.key)
+        values = [_value(h["share"]) if h else math.nan for _, h in board]
+        for (model, h), v in zip(board, values):
+            rank = "–" if math.isnan(v) else 1 + sum(w > v for w in values if not math.isnan(w))  # ties share a rank
+            rows.append([rank, model, fmt(h["share"]) if h else "–",
+                         fmt(h["raw"]) if h and h["raw"] else "–", h["group"] if h else "–"])
+        doc.table(["rank", "model", "share % [95 % CI]", "raw top-1 % [95 % CI]", "measured on"], rows)
+
+
+def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -> Doc:
+    """The page as a document: headline, leaderboard (several models), each probe's figure and tables."""
+    ds = results["dataset"]
+    doc = Doc()
+    doc.h(1, f"comco probe: {ds.get('root') or 'text-only ' + str(ds.get('object_set'))}")
+    doc.p(f"Dataset `{ds.get('root') or '-'}` (hash {ds.get('hash') or '-'}, {ds.get('records', 0)} scenes, "
+          f"gallery of {ds.get('gallery', '-')} names); seed {results['seed']}, {results['n_boot']} bootstrap "
+          f"resamples; models: " + ", ".join(f"`{m['label']}`" for m in results["models"]) + ".")
+    head = headline(results)
+    _headline_section(doc, results, head)
+    if len(results["models"]) > 1:
+        _leaderboard_section(doc, head)
+    for probe, probe_tabs in tabs.items():
+        doc.h(2, TITLES.get(probe, probe))
+        doc.p(f"{CELLS_NOTE} Tables as CSV: `{probe}.csv`.")
+        doc.img(figures.get(probe), f"{probe}: every table of the probe, object counts as panels")
+        for t in probe_tabs:
+            header, rows, notes = table_block(probe, t)
+            doc.h(3, f"{t['group']} - {t['metric']}")
+            doc.table(header, rows)
+            if notes:
+                doc.p(notes)
+    if results["skipped"]:
+        doc.h(2, "Skipped")
+        doc.p("; ".join(f"{k}: {why}" for k, why in results["skipped"].items()) + ".")
+    return doc
+
+
+def write_reports(out: Path, results: dict, plots: bool = True) -> list[Path]:
+    """results.json, a Markdown and a CSV table per probe, one PNG figure per probe (unless `plots`
+    is False) and the page, report.md and report.html.
+
+    Args:
+        out: the output folder.
+        results: what run_probes returned.
+        plots: draw the figures.
+    Returns the paths written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "results.json"]
+    write_json(written[0], results, indent=1, sort_keys=False, default=_jsonable, allow_nan=True)
+    tabs, figures = probe_tables(results), {}
+    for probe, probe_tabs in tabs.items():
+        for ext, text in (("md", markdown(probe, probe_tabs, results)), ("csv", csv_text(probe, probe_tabs))):
+            written.append(write_text(out / f"{probe}.{ext}", text))
+        if plots:
+            figures[probe] = probe_figure(figure_path(out, probe), probe, probe_tabs)
+            written.append(figures[probe])
+    doc = page(results, tabs, figures)
+    written.append(write_text(out / "report.md", doc.markdown(out)))
+    title = "comco probe: " + ", ".join(m["label"] for m in results["models"])
+    written.append(write_text(out / "report.html", doc.html(title)))
+    return written
+
+
+def _jsonable(o):
+    import numpy as np
+
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
