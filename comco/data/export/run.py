@@ -77,7 +77,7 @@ def parse_separator(text: str) -> str:
 def describe_export(folder: Path) -> str:
     """What a marker says an earlier export is (or that the folder holds other files)."""
     try:
-        old = read_json(folder / MARKER, "export record")
+        old = read_json(folder / MARKER, "export record") if (folder / MARKER).is_file() else None
     except UserError:
         old = None
     if isinstance(old, dict):

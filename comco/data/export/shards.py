@@ -21,7 +21,7 @@ from comco.io import atomic_write
 
 BLOCK = tarfile.BLOCKSIZE
 RECORD = tarfile.RECORDSIZE
-MIN_SHARD_BYTES = 3 * RECORD  # below this no shard holds an image
+MIN_SHARD_BYTES = RECORD  # the smallest tar file there is
 
 
 def member_bytes(size: int) -> int:
@@ -68,6 +68,7 @@ class ShardWriter:
             info = tarfile.TarInfo(f"{key}.{ext}")
             info.size, info.mode, info.mtime = len(data), 0o644, 0
             self._tar.addfile(info, io.BytesIO(data))
+        self._tar.members.clear()  # tarfile keeps every header it wrote: memory would grow with the shard
         self._payload += size
         self.counts[-1] += 1
 
