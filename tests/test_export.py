@@ -221,8 +221,12 @@ def test_out_folder_rules(dataset, tmp_path, capsys):
     assert "other files" in line
     assert (other / "notes.txt").read_text() == "mine"
     for bad in (dataset, dataset.parent):
-        one_line_error(*comco(capsys, "export", dataset, "--to", "hf", "--overwrite", "--out", bad)[::2])
+        assert "holds the dataset" in one_line_error(*comco(capsys, "export", dataset, "--to", "hf", "--overwrite",
+                                                            "--out", bad)[::2])
     assert (dataset / SCENES).is_file()
+    another = make_dataset(tmp_path / "another", n=2, resolution=32, singles=False, render=False)
+    line = one_line_error(*comco(capsys, "export", dataset, "--to", "hf", "--overwrite", "--out", another)[::2])
+    assert "is a comco dataset" in line and (another / SCENES).is_file()
     file_out = tmp_path / "file"
     file_out.write_text("x")
     assert "is a file" in one_line_error(*comco(capsys, "export", dataset, "--to", "hf", "--out", file_out)[::2])
