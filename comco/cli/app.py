@@ -46,13 +46,15 @@ app.add_typer(dataset_app, name="dataset")
 
 
 def _register_parts() -> None:
-    """The probe, train and eval verbs live beside their code's owners (typer only, nothing heavy)."""
+    """The probe, export, train and eval verbs live beside their code's owners (typer only, nothing heavy)."""
     from comco.cli.eval import app as eval_app
+    from comco.cli.export import export
     from comco.cli.lab import app as lab_app
     from comco.cli.probe import probe
     from comco.cli.train import app as train_app
 
     app.command("probe")(probe)
+    app.command("export")(export)
     app.add_typer(train_app, name="train")
     app.add_typer(eval_app, name="eval")
     app.add_typer(lab_app, name="lab")

@@ -1,4 +1,4 @@
-"""Dataset folders: read (`Dataset`), write a plan (`run_plan`), validate, merge shards.
+"""Dataset folders: read (`Dataset`), write a plan (`run_plan`), validate, merge shards, export.
 
 A folder holds dataset.json, scenes.jsonl (see comco.record), images/, singles/ and the
 Hugging Face metadata.jsonl; the file names are the constants below.
@@ -12,4 +12,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "check_writable": "folder", "metadata_rows": "folder",
     "run_plan": "writer", "write_plan": "writer", "make_planner": "writer", "dataset_info": "writer",
     "validate_dataset": "validate", "merge_shards": "merge",
+    "export_dataset": "export", "EXPORT_FORMATS": "export",
 })

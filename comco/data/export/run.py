@@ -1,0 +1,172 @@
+"""`comco export`: a dataset folder in the layout another tool reads, streamed record by record.
+
+The export is written into a temporary folder beside `--out` and put in place when it is
+complete: an interrupted export leaves `--out` as it was, and `--overwrite` replaces a
+folder only with a finished export. `comco-export.json` in the export says what it holds.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from comco import __version__
+from comco.data.export.samples import CAPTION_MODES, choose_template, samples
+from comco.data.folder import INFO, SCENES, Dataset
+from comco.errors import UserError
+from comco.io import read_json, write_json
+from comco.progress import progress
+
+MARKER = "comco-export.json"
+
+
+@dataclass(frozen=True)
+class Format:
+    tool: str  # the program that reads it
+    needs_captions: bool
+    module: str  # comco.data.export.<module>
+    write: str  # names in that module: the writer and the line that tells how to use the export
+    usage: str
+
+
+FORMATS = {
+    "clip-benchmark": Format("CLIP_benchmark (zero-shot retrieval, --dataset wds/...)", True, "clip_benchmark",
+                             "write", "usage"),
+    "open-clip-csv": Format("open_clip_train (--dataset-type csv)", True, "open_clip", "write_csv", "usage_csv"),
+    "open-clip-wds": Format("open_clip_train (--dataset-type webdataset)", True, "open_clip", "write_wds",
+                            "usage_wds"),
+    "hf": Format("Hugging Face datasets (imagefolder)", False, "hf", "write", "usage"),
+}
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    template: str | None
+    captions: str
+    shard_bytes: int
+    shard_count: int
+    csv_separator: str
+
+
+UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+         "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def parse_bytes(text: str | int) -> int:
+    """"1GB", "500MB", "64MiB" or a byte count, as bytes."""
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in UNITS:
+        raise UserError(f"--shard-size {text}: give bytes such as 1GB, 500MB, 64MiB or 100000")
+    return int(float(m.group(1)) * UNITS[m.group(2).lower()])
+
+
+def parse_separator(text: str) -> str:
+    sep = {"tab": "\t", "\\t": "\t", "comma": ","}.get(text, text)
+    if len(sep) != 1 or sep in "\"\n\r":
+        raise UserError(f"--csv-separator {text!r}: one character (tab, comma, ';' ...)")
+    return sep
+
+
+def describe_export(folder: Path) -> str:
+    """What a marker says an earlier export is (or that the folder holds other files)."""
+    try:
+        old = read_json(folder / MARKER, "export record") if (folder / MARKER).is_file() else None
+    except UserError:
+        old = None
+    if isinstance(old, dict):
+        return f"a comco export ({old.get('format', '?')}) of {old.get('dataset', '?')}"
+    return "other files"
+
+
+def check_out(out: Path, root: Path, overwrite: bool) -> None:
+    """Refuse an --out that is a file, a dataset, holds the dataset, or holds anything (without --overwrite)."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder")
+    resolved = out.resolve()
+    if resolved == root or resolved in root.parents:
+        raise UserError(f"--out {out} holds the dataset being exported; choose a folder outside {root}")
+    if (out / INFO).is_file() and (out / SCENES).is_file():
+        raise UserError(f"--out {out} is a comco dataset; choose another --out (an export never replaces one)")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise UserError(f"--out {out} holds {describe_export(out)}; pass --overwrite to replace it "
+                        f"or choose an empty folder")
+
+
+def _temp_folder(out: Path) -> Path:
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=out.parent))
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot write into {out.parent} ({exc.strerror}); "
+                        f"choose another folder") from None
+    os.chmod(tmp, 0o755)  # mkdtemp makes 0700; exports are shared like datasets
+    return tmp
+
+
+def _put_in_place(tmp: Path, out: Path) -> None:
+    """tmp becomes out; an older out (checked by check_out) goes once the new one is there."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        os.replace(out, old / out.name)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def export_dataset(root: str | Path, to: str, out: str | Path, *, template: str | None = None,
+                   captions: str = "all", shard_size: str | int = "1GB", shard_count: int = 10_000,
+                   csv_separator: str = "tab", overwrite: bool = False, quiet: bool = False) -> dict:
+    """Export a dataset folder for another tool.
+
+    Args:
+        root: the dataset folder (rendered: every format carries the images).
+        to: a name of FORMATS.
+        out: the export's folder.
+        template: the caption template (default: the dataset's first).
+        captions: "all" (one per mention order, where the format has room) or "first".
+        shard_size, shard_count: bounds of one tar shard (bytes such as "1GB"; samples).
+        csv_separator: the CSV's delimiter ("tab", "comma" or one character).
+        overwrite: replace what --out holds.
+        quiet: no progress bar.
+    Returns a summary: format, counts, files, and `use`, the command that reads the export.
+    """
+    if to not in FORMATS:
+        raise UserError(f"--to {to}: unknown format; choose one of {', '.join(FORMATS)}")
+    fmt = FORMATS[to]
+    if captions not in CAPTION_MODES:
+        raise UserError(f"--captions {captions}: choose {' or '.join(CAPTION_MODES)}")
+    opts = ExportOptions(template, captions, parse_bytes(shard_size), int(shard_count),
+                         parse_separator(csv_separator))
+    dataset = Dataset(Path(root).resolve())
+    chosen = choose_template(dataset, template)
+    if fmt.needs_captions and chosen is None:
+        raise UserError(f"{root} has no captions, and the {to} layout ({fmt.tool}) pairs each image with text; "
+                        f"plan the dataset with caption templates or export it --to hf")
+    opts = replace(opts, template=chosen)
+    out = Path(out)
+    check_out(out, dataset.root, overwrite)
+    module = importlib.import_module(f"comco.data.export.{fmt.module}")
+    counts = dataset.info.get("counts") or {}
+    total = int(counts.get("rendered", counts.get("images", 0)) or 0)
+    tmp = _temp_folder(out)
+    try:
+        with progress(total, f"export {to}", "images", quiet) as bar:
+            summary = getattr(module, fmt.write)(samples(dataset, chosen, captions), tmp, opts, bar)
+        summary = {"format": to, "tool": fmt.tool, "dataset": str(dataset.root),
+                   "dataset_config_hash": dataset.info.get("config_hash"), "template": chosen,
+                   "captions": captions, "generator": f"comco {__version__}", **summary}
+        summary["use"] = getattr(module, fmt.usage)(out.resolve(), summary, opts)
+        write_json(tmp / MARKER, summary)
+        _put_in_place(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return summary
