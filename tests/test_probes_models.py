@@ -151,5 +151,5 @@ def test_hf_folder_errors(tmp_path):
     with pytest.raises(UserError, match="no config.json"):
         load_model(f"hf:{tmp_path}")
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
-    with pytest.raises(UserError, match="CLIPModel or SiglipModel"):
+    with pytest.raises(UserError, match=r"takes the model types clip \(CLIPModel\), siglip \(SiglipModel\)"):
         load_model(f"hf:{tmp_path}")

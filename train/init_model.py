@@ -4,7 +4,6 @@ record so that `ckpt:PATH` rebuilds exactly this architecture."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 from comco.errors import UserError
 
@@ -14,7 +13,11 @@ def load_init(init: str | None, pretrained: str | None, kind: str, device: str =
     from comco.models import ModelRef
 
     if not init:
-        raise UserError(f"comco train {kind} needs --init MODEL (an open_clip name with --pretrained, or ckpt:PATH)")
+        raise UserError(f"comco train {kind} needs --init MODEL (an open_clip name with --pretrained, ckpt:PATH, "
+                        "longclip:PATH or debias:PATH)")
+    if init.startswith("hf:"):  # known before loading: no folder's own code runs for nothing
+        raise UserError(f"--init {init}: comco train {kind} needs an open_clip model (an open_clip name, "
+                        "ckpt:PATH, longclip:PATH or debias:PATH), not a transformers folder")
     try:
         loaded = ModelRef(init, pretrained).load(device)
     except UserError:
@@ -23,8 +26,8 @@ def load_init(init: str | None, pretrained: str | None, kind: str, device: str =
         first = (str(exc).splitlines() or [exc.__class__.__name__])[0][:160]
         raise UserError(f"--init {init}: cannot be loaded ({first})") from None
     if loaded.family != "open_clip":
-        raise UserError(f"--init {init}: comco train {kind} needs an open_clip model "
-                        "(an open_clip name or ckpt:PATH), not a transformers folder")
+        raise UserError(f"--init {init}: comco train {kind} needs an open_clip model (an open_clip name, "
+                        "ckpt:PATH, longclip:PATH or debias:PATH), not a transformers folder")
     return loaded
 
 
@@ -38,14 +41,13 @@ def normalisation_of(preprocess) -> dict:
 
 def model_spec_for(loaded, init: str) -> dict:
     """A self-contained spec: the open_clip config as built (QuickGELU included), since
-    after training the weights, not the pretrained tag, define the model."""
+    after training the weights, not the pretrained tag, define the model. Models that are not
+    an open_clip name (ckpt:, longclip:, debias:) bring their own."""
     import open_clip
     from open_clip.transformer import QuickGELU
 
-    from comco.models import load_checkpoint
-
-    if init.startswith("ckpt:"):
-        return copy.deepcopy(load_checkpoint(Path(init[5:]).expanduser())["model_spec"])
+    if loaded.model_spec is not None:
+        return copy.deepcopy(loaded.model_spec)
     cfg = copy.deepcopy(open_clip.get_model_config(init))
     if cfg is None:
         raise UserError(f"--init {init}: no open_clip config for this name")

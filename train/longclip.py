@@ -16,7 +16,7 @@ from comco.train.images import FileImages, MicroBatches, iterate
 from comco.train.init_model import model_spec_for
 from comco.train.losses import long_short_loss
 from comco.train.samplers import _SALT_PAD, _SALT_TEXT, ShortCaptionSampler, draw_pad_counts, move_padding, sample_rng
-from comco.train.stretch import stretch_text_positions
+from comco.train.stretch import freeze_rows, positional_parameter, stretch_text_positions
 from comco.train.task import decay_groups
 
 OPTIONS = {"keep": 20, "short_weight": 0.1, "pca_rank": 32,
@@ -51,8 +51,10 @@ def tokenizer_for(loaded, context_length: int):
     """A tokenizer writing `context_length` ids, with its PAD id."""
     import open_clip
 
+    from comco.models import SELF_CONTAINED
+
     name = loaded.name
-    if name.startswith("ckpt:"):
+    if name.startswith(SELF_CONTAINED):  # comco and the papers' checkpoints: CLIP's BPE
         tokenizer = open_clip.SimpleTokenizer(context_length=context_length)
     else:
         tokenizer = open_clip.get_tokenizer(name, context_length=context_length)
@@ -74,7 +76,12 @@ class LongClipTask:
         if self.sampler.pad and text_pool_type(self.module) not in PAD_SAFE_POOLING:
             raise UserError(f"--init {init} pools text at '{text_pool_type(self.module)}', where moved "
                             "padding would change the pooled token; pass --no-pad")
-        self.context_length = stretch_text_positions(self.module, self.options["keep"])
+        if loaded.stretched_keep is None:
+            self.context_length = stretch_text_positions(self.module, self.options["keep"])
+        else:  # a Long-CLIP-style model already: go on at its length, its copied rows still frozen
+            self.options["keep"] = loaded.stretched_keep
+            freeze_rows(positional_parameter(self.module), loaded.stretched_keep)
+            self.context_length = int(self.module.context_length)
         self.tokenizer, self.pad_id = tokenizer_for(loaded, self.context_length)
         self.images = FileImages([s.image for s in self.samples], loaded.preprocess)
 

@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from comco.cli.options import BatchSize, Cache, Models, NoCache, Pretrained, Quiet
+from comco.cli.options import BatchSize, Cache, Models, NoCache, Pretrained, Quiet, TrustRemoteCode
 from comco.cli.say import note_random_weights
 from comco.errors import UserError
 from comco.progress import progress_group
@@ -29,7 +29,7 @@ PRETRAINED_HELP = "weights for --model: one value for every open_clip model, or 
 
 def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: list[str], protocol: str,
         out: Path, device: str | None, batch_size: int, cache: Path | None, no_cache: bool, quiet: bool,
-        analyses: str = "") -> None:
+        analyses: str = "", trust_remote_code: bool = False) -> None:
     """Run one eval; a user's mistake ends it with exit code 2 and one line, never a traceback."""
     try:
         from comco.io import require_folder
@@ -45,7 +45,7 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
 
         device = check_device(device or default_device())
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
-        refs = pair_models(models, pretrained)
+        refs = pair_models(models, pretrained, trust_remote_code)
         with progress_group(quiet) as progress:
             run_natural_eval(kind, benchmark, root, refs, protocol, out,
                              device=device, batch_size=batch_size,
@@ -67,10 +67,10 @@ Device = Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, cuda
 @app.command()
 def retrieval(benchmark: Benchmark, root: Root, out: Out, model: Models = None, pretrained: Pretrained = None,
               protocol: Protocol = "all", device: Device = None, batch_size: BatchSize = 64, cache: Cache = None,
-              no_cache: NoCache = False, quiet: Quiet = False) -> None:
+              no_cache: NoCache = False, quiet: Quiet = False, trust_remote_code: TrustRemoteCode = False) -> None:
     """Text-to-image and image-to-text R@1/5/10, several captions per image."""
     run("retrieval", benchmark, root, model or [], pretrained or [], protocol, out, device, batch_size, cache,
-        no_cache, quiet)
+        no_cache, quiet, trust_remote_code=trust_remote_code)
 
 
 @app.command()
@@ -79,7 +79,7 @@ def analyses(benchmark: Benchmark, root: Root, out: Out, model: Models = None, p
              which: Annotated[str, typer.Option("--analyses", help="comma-separated: padding, order, summary")] = (
                  "padding,order,summary"),
              device: Device = None, batch_size: BatchSize = 64, cache: Cache = None, no_cache: NoCache = False,
-             quiet: Quiet = False) -> None:
+             quiet: Quiet = False, trust_remote_code: TrustRemoteCode = False) -> None:
     """The DeBias-CLIP analyses ("This is a photo." padding, sentence order, summary position)."""
     run("analyses", benchmark, root, model or [], pretrained or [], protocol, out, device, batch_size, cache,
-        no_cache, quiet, which)
+        no_cache, quiet, which, trust_remote_code)

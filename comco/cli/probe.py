@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from comco.cli.options import BatchSize, Cache, Models, NoCache, Pretrained, Quiet
+from comco.cli.options import BatchSize, Cache, Models, NoCache, Pretrained, Quiet, TrustRemoteCode
 from comco.cli.say import note_random_weights
 from comco.errors import UserError
 
@@ -20,6 +20,7 @@ def probe(
     dataset: Annotated[Optional[Path], typer.Argument(help="Dataset folder (from comco plan / comco render).")] = None,
     model: Models = None,
     pretrained: Pretrained = None,
+    trust_remote_code: TrustRemoteCode = False,
     probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention (default: all the data supports).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables, plots and the page (report.md, report.html).")] = None,
     text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
@@ -64,7 +65,7 @@ def probe(
         require_folder(cache or DEFAULT_CACHE, "--cache")
     from comco.models import pair_models
 
-    refs = pair_models(model, pretrained)
+    refs = pair_models(model, pretrained, trust_remote_code)
     if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
         raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
     if limit is not None and limit < 1:

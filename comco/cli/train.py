@@ -23,7 +23,7 @@ app = typer.Typer(help="Train or fine-tune models: scratch, longclip, debias, la
 
 Data = Annotated[Path, typer.Option("--data", help="A comco dataset folder, a ShareGPT4V .json, or a .jsonl/.csv of image,caption.")]
 Out = Annotated[Path, typer.Option("--out", help="Output folder (checkpoint.pt, model.pt, metrics.jsonl, config.json).")]
-Init = Annotated[Optional[str], typer.Option("--init", help="Model to start from: an open_clip name or ckpt:PATH.")]
+Init = Annotated[Optional[str], typer.Option("--init", help="Model to start from: an open_clip name, ckpt:PATH, longclip:PATH or debias:PATH.")]
 Pretrained = Annotated[Optional[str], typer.Option("--pretrained", help="Weights for an open_clip --init: a tag, a file, or none.")]
 ImageRoot = Annotated[Optional[Path], typer.Option("--image-root", help="Folder that image paths in a .json/.jsonl/.csv are relative to.")]
 Seed = Annotated[int, typer.Option(help="Seed of the data order, captions, padding and initial weights.")]

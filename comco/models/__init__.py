@@ -1,5 +1,6 @@
-"""The one model factory: open_clip names and weights, transformers folders (`hf:DIR`) and
-comco's own checkpoints (`ckpt:PATH`), all behind `load_model`. torch loads on first use."""
+"""The one model factory: open_clip names and weights, transformers folders (`hf:DIR`),
+comco's own checkpoints (`ckpt:PATH`) and the papers' release files (`longclip:PATH`,
+`debias:PATH`), all behind `load_model`. torch loads on first use."""
 
 from comco.lazy import door
 
@@ -7,5 +8,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "LoadedModel": "loaded", "load_model": "factory", "list_models": "openclip",
     "ModelRef": "ref", "pair_models": "ref", "save_checkpoint": "checkpoints", "load_checkpoint": "checkpoints",
     "build_open_clip": "checkpoints", "check_device": "factory",
-    "default_device": "factory",
+    "default_device": "factory", "SELF_CONTAINED": "ref",
 })

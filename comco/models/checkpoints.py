@@ -22,11 +22,9 @@ from pathlib import Path
 
 from comco.errors import UserError
 from comco.io import atomic_write, file_digest
+from comco.models.layouts import CHECKPOINT_FORMAT, expect_layout, read_torch_file
 from comco.models.loaded import OPENAI_MEAN, OPENAI_STD, LoadedModel
 from comco.models.openclip import check_open_clip_name, wrap_open_clip
-
-CHECKPOINT_FORMAT = "comco-checkpoint"
-
 
 CHECKPOINT_VERSION = 1
 
@@ -64,21 +62,12 @@ def save_checkpoint(path: str | Path, *, kind: str, model, model_spec: dict, ext
 
 
 def load_checkpoint(path: str | Path) -> dict:
-    """The checkpoint dict; UserError when the file is missing or not a comco checkpoint."""
-    import torch
-
+    """The checkpoint dict; UserError when the file is missing or not a comco checkpoint
+    (a file in another layout comco reads is answered with the reference that loads it)."""
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"checkpoint {path} not found; pass ckpt:PATH to a file `comco train` wrote")
-    try:
-        # Training state holds plain python values and tensors only, so weights_only loading works.
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - garbage bytes fail in many ways inside the unpickler
-        raise UserError(f"{path} is not a comco checkpoint ({exc.__class__.__name__}); "
-                        "pass ckpt:PATH to a file `comco train` wrote") from None
-    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
-        raise UserError(f"{path} is not a comco checkpoint (no format '{CHECKPOINT_FORMAT}'); "
-                        "for open_clip weights use --model NAME --pretrained PATH")
+    # Training state holds plain python values and tensors only, so weights_only loading works.
+    ckpt = read_torch_file(path, "ckpt:")
+    expect_layout(path, ckpt, "comco")
     if ckpt.get("version", 0) > CHECKPOINT_VERSION:
         raise UserError(f"{path} is checkpoint version {ckpt['version']}; this comco reads up to "
                         f"{CHECKPOINT_VERSION}: upgrade comco")
@@ -148,16 +137,23 @@ def _matches_tensors(path: Path, ckpt: dict) -> None:
         first = (str(exc).strip().splitlines() or [""])[0][:120]
         raise UserError(f"{path}: damaged comco checkpoint: its open_clip_cfg does not build "
                         f"({exc.__class__.__name__}: {first})") from None
+    problems = shape_problems(model, ckpt["state_dict"])
+    if problems:
+        raise UserError(f"{path}: damaged comco checkpoint: its model_spec does not match its tensors: {problems}")
+
+
+def shape_problems(model, state: dict) -> str:
+    """"" when `state` has exactly the model's tensors at their shapes, else the first difference
+    (and how many more) in words."""
     want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    have = {k: tuple(v.shape) for k, v in ckpt["state_dict"].items()}
+    have = {k: tuple(v.shape) for k, v in state.items()}
     problems = [f"{k} missing" for k in want if k not in have]
     problems += [f"{k} is {list(have[k])}, the spec needs {list(want[k])}"
                  for k in want if k in have and have[k] != want[k]]
     problems += [f"{k} is not in the spec" for k in have if k not in want]
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise UserError(f"{path}: damaged comco checkpoint: its model_spec does not match its tensors: "
-                        f"{problems[0]}{more}")
+    if not problems:
+        return ""
+    return problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
 
 
 def load_ckpt(path: Path, device: str) -> LoadedModel:
@@ -188,4 +184,9 @@ def load_ckpt(path: Path, device: str) -> LoadedModel:
     if text_map is not None:
         text_map = text_map.float().to(device)
     identity = f"ckpt/{ckpt['kind']}/{file_digest(path)}"
-    return wrap_open_clip(f"ckpt:{path}", None, identity, model, preprocess, tokenizer, device, text_map)
+    loaded = wrap_open_clip(f"ckpt:{path}", None, identity, model, preprocess, tokenizer, device, text_map)
+    loaded.model_spec = ckpt["model_spec"]
+    if ckpt["kind"] in ("longclip", "debias"):  # its text positions were stretched already
+        options = (ckpt.get("config") or {}).get("options") or {}
+        loaded.stretched_keep = int(options.get("keep", 20))
+    return loaded

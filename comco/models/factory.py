@@ -4,7 +4,9 @@ line does and hands it to its family's loader.
 - an open_clip name (`ViT-B-32`) with `pretrained` = a tag (`openai`, `laion2b_s34b_b79k`),
   a local weights file, or `none` (comco/models/openclip.py);
 - `hf:DIR`: a local transformers folder (comco/models/hf.py);
-- `ckpt:PATH`: a file `comco train` wrote (comco/models/checkpoints.py, its format).
+- `ckpt:PATH`: a file `comco train` wrote (comco/models/checkpoints.py, its format);
+- `longclip:PATH` / `debias:PATH`: the Long-CLIP and DeBias-CLIP release files
+  (comco/models/papers.py, their layouts).
 
 torch, open_clip and transformers are imported inside functions only: importing this
 package is free, so `comco --help` stays instant.
@@ -19,6 +21,7 @@ from comco.models.checkpoints import load_ckpt
 from comco.models.hf import load_hf
 from comco.models.loaded import LoadedModel
 from comco.models.openclip import load_open_clip
+from comco.models.papers import load_paper_checkpoint
 
 
 def default_device() -> str:
@@ -47,17 +50,23 @@ def check_device(name: str) -> str:
     return name
 
 
-def load_model(name: str, pretrained: str | None = None, device: str = "cpu") -> LoadedModel:
+def load_model(name: str, pretrained: str | None = None, device: str = "cpu",
+               trust_remote_code: bool = False) -> LoadedModel:
     """The one model factory: a LoadedModel (encoders, tokenizer, transform, identity).
 
     Args:
-        name: an open_clip architecture name, `hf:DIR` (a transformers CLIP, SigLIP, SigLIP 2
-            folder) or `ckpt:PATH` (a checkpoint comco train wrote).
+        name: an open_clip architecture name, `hf:DIR` (a transformers CLIP, SigLIP, SigLIP 2,
+            MetaCLIP 2 folder), `ckpt:PATH` (a checkpoint comco train wrote), `longclip:PATH`
+            or `debias:PATH` (the papers' release files).
         pretrained: for open_clip names, a published tag, a weights file or "none" (random,
-            seeded); ignored by hf: and ckpt:, which carry their own weights.
-        device: "cpu", "cuda" or "cuda:N"."""
-    if name.startswith("hf:"):
-        return load_hf(Path(name[3:]).expanduser(), device)
-    if name.startswith("ckpt:"):
-        return load_ckpt(Path(name[5:]).expanduser(), device)
+            seeded); ignored by the prefixed references, which carry their own weights.
+        device: "cpu", "cuda" or "cuda:N".
+        trust_remote_code: let an hf: folder run the model code it ships (never by default)."""
+    prefix, _, rest = name.partition(":")
+    if prefix == "hf":
+        return load_hf(Path(rest).expanduser(), device, trust_remote_code)
+    if prefix == "ckpt":
+        return load_ckpt(Path(rest).expanduser(), device)
+    if prefix in ("longclip", "debias"):
+        return load_paper_checkpoint(prefix, Path(rest).expanduser(), device)
     return load_open_clip(name, pretrained, device)

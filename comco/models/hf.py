@@ -1,5 +1,7 @@
-"""`hf:DIR`: a local transformers CLIPModel, SiglipModel or Siglip2Model folder (SigLIP 2 with
-its own NaFlex input)."""
+"""`hf:DIR`: a local transformers CLIPModel, SiglipModel, Siglip2Model (with its own NaFlex
+input) or MetaClip2Model folder; a folder that ships its own model code (`auto_map` in its
+config.json, FG-CLIP style) loads only when the user passes --trust-remote-code, and is then
+called as CLIP is (get_text_features(input_ids=...), get_image_features(pixel_values=...))."""
 
 from __future__ import annotations
 
@@ -10,8 +12,38 @@ from comco.errors import UserError
 from comco.io import folder_digest
 from comco.models.loaded import OPENAI_MEAN, OPENAI_STD, LoadedModel
 
+# model_type in config.json -> the transformers class that loads it
+CLASSES = {"clip": "CLIPModel", "siglip": "SiglipModel", "siglip2": "Siglip2Model", "metaclip_2": "MetaClip2Model"}
 
-def load_hf(path: Path, device: str) -> LoadedModel:
+
+SUPPORTED = ("clip (CLIPModel), siglip (SiglipModel), siglip2 (Siglip2Model), metaclip_2 (MetaClip2Model), "
+             "and folders with their own model code (auto_map) under --trust-remote-code")
+
+
+def _model_class(path: Path, config: dict, trust_remote_code: bool):
+    """The class that loads the folder, or AutoModel for a folder with its own code."""
+    import transformers
+
+    model_type = config.get("model_type")
+    remote = config.get("auto_map")
+    if isinstance(remote, dict) and remote:
+        # its own code, even under a known model_type (FG-CLIP says "clip"): never run it unasked
+        if not trust_remote_code:
+            files = sorted({str(v).split(".")[0] + ".py" for v in remote.values() if isinstance(v, str)})
+            raise UserError(f"{path} ships its own model code ({', '.join(files) or 'auto_map'}); "
+                            "pass --trust-remote-code to run it")
+        autos = [k for k in remote if k.startswith("AutoModel") and hasattr(transformers, k)]
+        return getattr(transformers, "AutoModel" if "AutoModel" in remote or not autos else autos[0])
+    if model_type not in CLASSES:
+        raise UserError(f"{path} holds a '{model_type}' model; hf:DIR takes the model types {SUPPORTED}")
+    cls = getattr(transformers, CLASSES[model_type], None)
+    if cls is None:
+        raise UserError(f"{path} holds a '{model_type}' model, which transformers {transformers.__version__} "
+                        f"does not have ({CLASSES[model_type]}); upgrade transformers")
+    return cls
+
+
+def load_hf(path: Path, device: str, trust_remote_code: bool = False) -> LoadedModel:
     import json
 
     if not (path / "config.json").is_file():
@@ -19,15 +51,16 @@ def load_hf(path: Path, device: str) -> LoadedModel:
                         "save one with model.save_pretrained(DIR) and pass hf:DIR")
     config = json.loads((path / "config.json").read_text())
     model_type = config.get("model_type")
-    if model_type not in ("clip", "siglip", "siglip2"):
-        raise UserError(f"{path} holds a '{model_type}' model; hf:DIR takes a CLIPModel or SiglipModel")
+    cls = _model_class(path, config, trust_remote_code)
     import transformers
 
-    cls = {"clip": transformers.CLIPModel, "siglip": transformers.SiglipModel,
-           "siglip2": getattr(transformers, "Siglip2Model", transformers.SiglipModel)}[model_type]
-    model = cls.from_pretrained(str(path), local_files_only=True).to(device).eval()
+    remote = {"trust_remote_code": True} if trust_remote_code else {}
+    model = cls.from_pretrained(str(path), local_files_only=True, **remote).to(device).eval()
+    if not (hasattr(model, "get_text_features") and hasattr(model, "get_image_features")):
+        raise UserError(f"{path}: its model ({type(model).__name__}) has no get_text_features / "
+                        "get_image_features, so comco cannot embed with it")
     try:
-        tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True, **remote)
     except ImportError as exc:  # e.g. a SigLIP spiece.model without the sentencepiece package
         lib = "sentencepiece" if "sentencepiece" in str(exc).lower() else "a package it names"
         raise UserError(f"the tokenizer in {path} needs {lib}, which is not installed; install it "
@@ -35,7 +68,7 @@ def load_hf(path: Path, device: str) -> LoadedModel:
     except (OSError, ValueError, TypeError):
         raise UserError(f"{path} has no tokenizer files; save the tokenizer there too "
                         "(tokenizer.save_pretrained(DIR))") from None
-    context_length = int(model.config.text_config.max_position_embeddings)
+    context_length = _context_length(model.config, tok)
     identity = f"hf/{model_type}/{folder_digest(path)}"
 
     def tokenize(texts):
@@ -50,7 +83,7 @@ def load_hf(path: Path, device: str) -> LoadedModel:
     def enc_image(x):
         return _features(model.get_image_features(pixel_values=x))
 
-    if model_type == "siglip2":  # NaFlex: patches of the image at its own aspect ratio
+    if type(model).__name__ == "Siglip2Model":  # NaFlex: patches of the image at its own aspect ratio
         preprocess, enc_image = _naflex(path, model)
     else:
         preprocess = _hf_transform(path, model.config)
@@ -58,6 +91,17 @@ def load_hf(path: Path, device: str) -> LoadedModel:
         name=f"hf:{path}", pretrained=None, identity=identity, family="hf", model=model,
         preprocess=preprocess, context_length=context_length, device=device,
         _tokenize=tokenize, _encode_image=enc_image, _encode_text=enc_text)
+
+
+def _context_length(config, tok) -> int:
+    """The text tower's positions (a remote-code config may keep them elsewhere: then the tokenizer's)."""
+    text = getattr(config, "text_config", None)
+    positions = getattr(text, "max_position_embeddings", None)
+    if positions is None:
+        positions = getattr(tok, "model_max_length", None)
+    if not isinstance(positions, int) or not 1 <= positions <= 100_000:
+        raise UserError("the folder's config names no text length (text_config.max_position_embeddings)")
+    return positions
 
 
 def _naflex(path: Path, model) -> tuple[Callable, Callable]:

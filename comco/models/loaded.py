@@ -27,6 +27,12 @@ class LoadedModel:
     _encode_image: Callable = field(repr=False)
     _encode_text: Callable = field(repr=False)
     text_map: Any = None
+    # how a checkpoint of this model rebuilds its architecture (models that are not an
+    # open_clip name: ckpt:, longclip:, debias:); comco train records it
+    model_spec: dict | None = None
+    # text positions already stretched Long-CLIP style, the first `stretched_keep` copied:
+    # fine-tuning goes on at this length instead of stretching again
+    stretched_keep: int | None = None
 
     def tokenize(self, texts: list[str]):
         """LongTensor (len(texts), context_length); texts longer than that are truncated."""

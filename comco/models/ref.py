@@ -7,14 +7,16 @@ from dataclasses import dataclass
 
 from comco.errors import UserError
 
-SELF_CONTAINED = ("hf:", "ckpt:")  # folders and checkpoints carry their own weights
+SELF_CONTAINED = ("hf:", "ckpt:", "longclip:", "debias:")  # folders and checkpoints carry their own weights
 
 
 @dataclass(frozen=True)
 class ModelRef:
-    """An open_clip name with its weights (a tag, a file or "none"), or `hf:DIR` / `ckpt:PATH`."""
+    """An open_clip name with its weights (a tag, a file or "none"), or `hf:DIR`, `ckpt:PATH`,
+    `longclip:PATH`, `debias:PATH`; `trust_remote_code` lets an hf: folder run its own code."""
     name: str
     pretrained: str | None = None
+    trust_remote_code: bool = False
 
     @property
     def label(self) -> str:
@@ -32,16 +34,17 @@ class ModelRef:
         """The LoadedModel (comco.models.load_model)."""
         from comco.models.factory import load_model
 
-        return load_model(self.name, self.pretrained, device)
+        return load_model(self.name, self.pretrained, device, self.trust_remote_code)
 
 
-def pair_models(models: list[str], pretrained: list[str]) -> list[ModelRef]:
+def pair_models(models: list[str], pretrained: list[str], trust_remote_code: bool = False) -> list[ModelRef]:
     """Pair each `--model` with its `--pretrained`.
 
     Args:
         models: the `--model` values, in order.
         pretrained: none (random or self-contained weights), one for every open_clip model
-            (hf: and ckpt: models keep their own), or one per model in order.
+            (the prefixed references keep their own), or one per model in order.
+        trust_remote_code: `--trust-remote-code`, for every model.
     """
     if not models:
         raise UserError("give at least one --model (e.g. --model ViT-B-32 --pretrained openai); see --list-models")
@@ -49,6 +52,6 @@ def pair_models(models: list[str], pretrained: list[str]) -> list[ModelRef]:
         raise UserError(f"{len(models)} --model and {len(pretrained)} --pretrained: give one --pretrained "
                         "for all models or one per --model")
     if len(pretrained) == len(models) and len(models) > 1:
-        return [ModelRef(m, p) for m, p in zip(models, pretrained)]
+        return [ModelRef(m, p, trust_remote_code) for m, p in zip(models, pretrained)]
     shared = pretrained[0] if pretrained else None
-    return [ModelRef(m, None if m.startswith(SELF_CONTAINED) else shared) for m in models]
+    return [ModelRef(m, None if m.startswith(SELF_CONTAINED) else shared, trust_remote_code) for m in models]
