@@ -23,13 +23,14 @@ def _group() -> None:
 @app.command("run")
 def run(
     recipe: Annotated[Path, typer.Argument(help="A recipe TOML file (e.g. recipes/order-bias.toml) or a shipped recipe's name.")],
-    out: Annotated[Path, typer.Option("--out", help="Run folder: stages, report.md, report.html, results.json.")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Run folder: stages, report.md, report.html, results.json (required unless --dry-run).")] = None,
     scale: Annotated[str, typer.Option(help="smoke (about a minute), small (default, under 30 min on 2 CPU cores), medium (the 72 ComCO objects at 96 px, under 2 h on 2 CPU cores) or full (a GPU machine).")] = "small",
     jobs: Annotated[Optional[int], typer.Option(help="Stages run side by side (default: the recipe's, else one per core).")] = None,
     threads: Annotated[Optional[int], typer.Option(help="torch threads per stage (default: cores / jobs).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Reuse the finished stages of a folder that holds another recipe's or scale's run.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Delete what the folder holds and start again.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the stage graph with each stage's estimated time on one GPU; run nothing.")] = False,
 ) -> None:
     """Run a recipe's stages, each once per input hash, and write the report."""
     from comco.errors import UserError
@@ -40,6 +41,14 @@ def run(
     if (jobs is not None and jobs < 1) or (threads is not None and threads < 1):
         raise UserError("--jobs and --threads take at least 1 (leave them out for the defaults)")
     r = load_recipe(recipe, scale)
+    if dry_run:
+        from comco.lab import dry_run_lines
+
+        for line in dry_run_lines(r, jobs):
+            typer.echo(line)
+        return
+    if out is None:
+        raise UserError("--out is missing: give the run folder (e.g. --out runs/order-bias), or pass --dry-run")
     say = (lambda _: None) if quiet else typer.echo
     result = run_lab(r, out, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads, quiet=quiet, say=say)
     if not quiet:

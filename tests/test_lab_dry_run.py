@@ -1,0 +1,57 @@
+"""`comco lab run --dry-run`: the stage graph with per-stage GPU estimates, and nothing run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from comco.lab.graph import build_stages
+from comco.lab.recipe import load_recipe, parse_recipe
+
+RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "order-bias.toml"
+
+
+@pytest.mark.torch
+def test_dry_run_lists_every_stage_with_an_estimate_and_writes_nothing(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "lab", "run", str(RECIPE), "--scale", "full", "--dry-run"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    ids = [s.id for s in build_stages(load_recipe(RECIPE, "full"))]
+    listed = [line.split()[0] for line in lines[1:1 + len(ids)]]
+    assert listed == ids
+    assert all(line.split()[-1] in ("s", "min", "h") for line in lines[1:1 + len(ids)])
+    assert f"{len(ids)} stages of recipe 'order-bias' at scale 'full'" in lines[len(ids) + 1]
+    assert lines[-1].startswith("assumed:")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.torch
+def test_estimates_follow_the_work():
+    """Twice the steps, about twice the training estimate; a wider model costs more per step."""
+    from comco.lab.estimate import estimate_seconds
+
+    def scratch_seconds(text: str) -> float:
+        recipe = parse_recipe(text, "smoke")
+        stages = build_stages(recipe)
+        est = estimate_seconds(stages, recipe.settings)
+        return est["scratch-simco-p0-s0"]
+
+    text = RECIPE.read_text()
+    i = text.index("[scales.smoke.scratch]")
+    base = scratch_seconds(text)
+    longer = scratch_seconds(text[:i] + text[i:].replace("steps = 4", "steps = 8", 1))
+    wider = scratch_seconds(text[:i] + text[i:].replace("width = 64", "width = 256", 1))
+    assert longer == pytest.approx(2 * base, rel=1e-6)
+    assert wider > base
+
+
+def test_a_run_without_out_and_without_dry_run_is_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "lab", "run", str(RECIPE), "--scale", "smoke"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--out" in lines[0] and "--dry-run" in lines[0]
