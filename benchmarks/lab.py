@@ -10,9 +10,10 @@ wall times and their ratio, measured in one run.
 
 (2) `--gates`: how long a model kind needs to pass the competence gates. Trains one
 scratch model on TRAIN (a lab captions stage's data, e.g. OUT/stages/captions-simco-p1/data
-of `comco lab run ... --scale small` with stages render and captions), stops every
-`--every` steps, measures the gates (comco.probes.gates) on TEST (the held-out test set
-with singles, OUT/stages/render-test-simco/data) and prints per evaluation the steps,
+of `comco lab run ... --scale small`), stops every `--every` steps, measures the gates
+(comco.probes.gates, thresholds from the recipe's [gates] at --scale) on TEST (the held-out
+images captioned at the same p, as the lab gates them: OUT/stages/captions-test-simco-p1/data)
+and prints per evaluation the steps,
 the training seconds so far, samples per second and each gate figure; at the end, the
 seconds to pass every gate (training time only, evaluation excluded) and, from the
 measured seconds per step, the scratch-training share of the small scale's 30 minutes.
@@ -29,7 +30,15 @@ import time
 from pathlib import Path
 
 PY = sys.executable
-GATES = {"set R@1": 0.8, "swap largest": 0.9, "swap small": 0.9, "presence TOR": 0.9, "presence IOR": 0.9}
+RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "order-bias.toml"
+
+
+def gate_thresholds(scale: str) -> dict[str, float]:
+    """The scratch models' gates of the recipe at one scale (Keep gates fine-tunes only)."""
+    from comco.lab.recipe import FINETUNE_GATES, GATE_KEYS, load_recipe
+
+    gates = load_recipe(RECIPE, scale).settings["gates"]
+    return {GATE_KEYS[k]: gates[k] for k in GATE_KEYS if GATE_KEYS[k] not in FINETUNE_GATES}
 
 
 def train(data: Path, out: Path, steps: int, threads: int, seed: int) -> subprocess.Popen:
@@ -79,6 +88,7 @@ def gates_benchmark(args) -> None:
     from comco.train import make_config, run_training
 
     torch.set_num_threads(args.threads)
+    gates = gate_thresholds(args.scale)
     w = args.width
     options = {"captions": ["and"], "resolution": args.resolution, "patch_size": args.patch_size,
                "context_length": args.context_length, "vision_width": w, "text_width": w, "embed_dim": w,
@@ -101,7 +111,7 @@ def gates_benchmark(args) -> None:
             t = time.perf_counter()
             figs = measure_gates(args.test, model, "and", 256)
             eval_s = time.perf_counter() - t
-            ok, failed = gate_passes(figs, GATES)
+            ok, failed = gate_passes(figs, gates)
             row = {"step": step, "train_s": round(train_s, 1), "eval_s": round(eval_s, 1),
                    "samples_per_s": round(step * args.batch_size / train_s, 1),
                    **{k: round(v["acc"], 3) for k, v in figs.items()}, "passed": ok}
@@ -118,7 +128,7 @@ def gates_benchmark(args) -> None:
         print(f"{kind}: passes every gate at step {passed_at['step']} after {passed_at['train_s']:.0f} s of training "
               f"({passed_at['samples_per_s']:.0f} samples/s)")
     else:
-        worst = {k: rows[-1][k] for k in GATES}
+        worst = {k: rows[-1][k] for k in gates}
         print(f"{kind}: no pass within {rows[-1]['step']} steps ({rows[-1]['train_s']:.0f} s, "
               f"{rows[-1]['samples_per_s']:.0f} samples/s); last figures {worst}")
     # the small scale trains 5 p x 3 seeds side by side, `jobs` at a time on 1 thread each
@@ -136,6 +146,7 @@ def main() -> None:
     ap.add_argument("--test", type=Path)
     ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
     ap.add_argument("--every", type=int, default=250)
+    ap.add_argument("--scale", default="small", help="the recipe scale whose [gates] thresholds apply")
     ap.add_argument("--stop-at-pass", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=64)
