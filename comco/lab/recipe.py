@@ -186,6 +186,9 @@ GATE_KEYS = {"set_r1": "set R@1", "swap_largest": "swap largest", "swap_small": 
              "presence_tor": "presence TOR", "presence_ior": "presence IOR", "keep": "Keep"}
 # gates only the fine-tuned (long-caption) models must pass
 FINETUNE_GATES = ("Keep",)
+# for them Keep (retrieval with the long captions they were tuned on) replaces the
+# short-caption set R@1, which is reported beside: how much of it survives is a finding
+SCRATCH_ONLY_GATES = ("set R@1",)
 TOP = {"name": _str(), "description": _str(), "stages": _list(_choice(STAGES))}
 
 
