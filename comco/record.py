@@ -88,7 +88,7 @@ class SingleRecord(TypedDict):
 
 
 # Fields every scene record and object entry must have (validate checks them).
-RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__ if k not in ("index", "retry", "large_slot"))
+RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__ if k not in ("index", "retry", "large_slot", "pair"))
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
 MEASURED_KEYS = tuple(Measured.__annotations__)
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.
