@@ -56,7 +56,7 @@ class Planner:
         self.set = object_set
         self.camera = Camera.default(*cfg.resolution)
         self.book = cap.load_templates(cfg.templates, text=cfg.templates_text)
-        self.templates = self.book.select(list(cfg.captions), cfg.colors)
+        self.templates = self.book.select(list(cfg.captions), cfg.colors, pairs=bool(cfg.pairs), layout=cfg.layout)
         self.captioner = cap.Captioner(self.templates, self.book, object_set)
         self.placer = pl.Placer(self.camera, object_set.objects)
         self.drawer = Drawer(cfg, object_set, self.placer)
