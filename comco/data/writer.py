@@ -115,7 +115,8 @@ def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int
     chunks = [(s, min(s + CHUNK, cfg.n)) for s in range(0, cfg.n, CHUNK)]
     retries: Counter = Counter()
     t0 = time.perf_counter()
-    with progress(cfg.n * (1 + len(cfg.pairs)), "plan", "scenes", quiet) as bar, atomic_write(out / SCENES, "wb") as f, \
+    images = cfg.n * (1 + len(cfg.pairs))
+    with progress(images, "plan", "scenes", quiet) as bar, atomic_write(out / SCENES, "wb") as f, \
             _no_cycle_collection():
         if workers > 1 and cfg.n >= PARALLEL_FROM:
             # Chunk k is planned by worker k % workers; each sends its chunks in order

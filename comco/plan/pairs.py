@@ -20,7 +20,7 @@ import copy
 
 import numpy as np
 
-from comco.plan.draws import COLOR, MATERIAL, SHUFFLE, SMALLS, YAW, K, Drawn, _pick
+from comco.plan.draws import COLOR, MATERIAL, SHUFFLE, SMALLS, YAW, Drawn, K, _pick
 from comco.plan.placement import OK, size_ranks
 from comco.plan.rng import Reseedable, pair_seed
 from comco.record import PAIR_BASE, PAIR_FACTORS

@@ -191,7 +191,8 @@ class Planner:
                 # A pair that these objects can never give (no two colours to swap) skips to the
                 # attempt that draws new objects.
                 skip = isinstance(why.get(a), Miss) and why[a].new_objects
-                retries.append((k, index, made + 1, retry - retry % OBJECT_RETRIES + OBJECT_RETRIES if skip else retry + 1))
+                following = retry - retry % OBJECT_RETRIES + OBJECT_RETRIES if skip else retry + 1
+                retries.append((k, index, made + 1, following))
             while next_out in done:
                 yield done.pop(next_out)
                 next_out += 1
