@@ -101,7 +101,7 @@ class PairGroups:
 def whole_groups(entries: dict[str, dict], factors: tuple[str, ...]) -> dict[str, dict]:
     """Journal entries with every image of an incomplete or mixed group turned into a failure."""
     by_index: dict[int, list[str]] = {}
-    for key, e in entries.items():
+    for key in entries:
         if key.startswith("scene:"):
             by_index.setdefault(int(key.split(":")[1]), []).append(key)
     out = dict(entries)
