@@ -90,7 +90,8 @@ def test_pairs_are_seeded_and_independent_of_batches_and_of_each_other():
                    load_object_set("simco"))
     theirs = {r["id"]: r for r in only.records()}
     mine = {r["id"]: r for r in whole}
-    same_attempt = [k for k, r in theirs.items() if r["pair"]["factor"] == "swap-slots" and r["retry"] == mine[k]["retry"]]
+    same_attempt = [k for k, r in theirs.items()
+                    if r["pair"]["factor"] == "swap-slots" and r["retry"] == mine[k]["retry"]]
     assert same_attempt and all(theirs[k]["objects"] == mine[k]["objects"] for k in same_attempt)
 
 
@@ -229,7 +230,7 @@ def test_whole_word_mention_checks_read_the_factor_captions():
     book = load_templates()
     fixed = " ".join([*book.relation_words.values(), *book.count_words.values(),
                       *(w for t in book.templates.values() for w in t.size_words),
-                      *(t.caption + " " + t.object + " " + t.several + " " + t.single for t in book.templates.values())])
+                      *(" ".join([t.caption, t.object, t.several, t.single]) for t in book.templates.values())])
     for set_name in ("simco", "comco"):
         oset = load_object_set(set_name)
         forms = {o.name: [o.plural, *o.synonyms] for o in oset.objects}
