@@ -65,3 +65,23 @@ def test_same_seed_same_records_and_the_dataset_validates(rendered, tmp_path):
     assert (Path(out) / "scenes.jsonl").read_bytes() == (again / "scenes.jsonl").read_bytes()
     r = subprocess.run([*COMCO, "validate", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_group_whose_image_fails_its_checks_is_rendered_again_whole(tmp_path):
+    # At 48 px some small objects show fewer than 16 pixels: their scene is planned again, and
+    # with it its variants (two workers, so the group's images are in flight together).
+    out = tmp_path / "strict"
+    r = subprocess.run([*COMCO, "render", "--object-set", "simco", "--objects", "3-4", "--n", "4", "--resolution",
+                        "48", "--preset", "draft", "--masks", "--pairs", "remove,count", "--min-pixels", "16",
+                        "--max-retries", "4", "--workers", "2", "--quiet", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    recs = [json.loads(x) for x in (out / "scenes.jsonl").read_text().splitlines()]
+    groups = {}
+    for rec in recs:
+        groups.setdefault(rec["pair"]["id"], []).append(rec)
+    assert any(g[0]["retry"] > 0 for g in groups.values())
+    for g in groups.values():
+        assert [x["pair"]["factor"] for x in g] == ["base", "remove", "count"]
+        assert len({(x["retry"], x["seed"]) for x in g}) == 1
+    assert subprocess.run([*COMCO, "validate", str(out)], capture_output=True).returncode == 0
