@@ -111,6 +111,13 @@ def measured_ranks(record: SceneRecord) -> list[int]:
     return ranks
 
 
+def pair_rank(record: dict) -> int:
+    """A record's place in its pair group in scenes.jsonl: 0 for a base (or a record of an
+    ordinary dataset), then 1 + the factor's place in PAIR_FACTORS."""
+    pair = record.get("pair")
+    return 0 if not pair or pair["factor"] == PAIR_BASE else 1 + PAIR_FACTORS.index(pair["factor"])
+
+
 def largest(record: SceneRecord) -> int:
     """Index into `objects` of the planned largest object (size rank 0)."""
     return [o["size_rank"] for o in record["objects"]].index(0)

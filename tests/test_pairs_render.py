@@ -85,3 +85,26 @@ def test_a_group_whose_image_fails_its_checks_is_rendered_again_whole(tmp_path):
         assert [x["pair"]["factor"] for x in g] == ["base", "remove", "count"]
         assert len({(x["retry"], x["seed"]) for x in g}) == 1
     assert subprocess.run([*COMCO, "validate", str(out)], capture_output=True).returncode == 0
+
+
+def test_shards_merge_and_a_resume_re_renders_a_broken_group_whole(rendered, tmp_path):
+    out, recs = rendered
+    args = ARGS
+    for i in (0, 1):
+        r = subprocess.run([*COMCO, "render", *args, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+    merged = tmp_path / "m"
+    r = subprocess.run([*COMCO, "dataset", "merge", str(tmp_path / "s0"), str(tmp_path / "s1"), "--out", str(merged),
+                        "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (merged / "scenes.jsonl").read_bytes() == (Path(out) / "scenes.jsonl").read_bytes()
+    # A variant's image lost: --resume renders its group again, and the records come out the same.
+    before = (tmp_path / "s1" / "scenes.jsonl").read_bytes()
+    (tmp_path / "s1" / "images" / "000001-remove.png").unlink()
+    r = subprocess.run([*COMCO, "render", *args, "--shard", "1/2", "--resume", "--out", str(tmp_path / "s1")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "s1" / "images" / "000001-remove.png").is_file()
+    assert (tmp_path / "s1" / "scenes.jsonl").read_bytes() == before
+    assert subprocess.run([*COMCO, "validate", str(tmp_path / "s1")], capture_output=True).returncode == 0

@@ -9,7 +9,7 @@ it rendered from the same attempt; otherwise each of its images is listed as fai
 
 from __future__ import annotations
 
-from comco.record import PAIR_BASE, PAIR_FACTORS
+from comco.record import PAIR_BASE
 
 
 def scene_key(rec: dict) -> str:
@@ -23,12 +23,6 @@ def scene_key(rec: dict) -> str:
 
 def group_keys(index: int, factors: tuple[str, ...]) -> list[str]:
     return [f"scene:{index}"] + [f"scene:{index}:{f}" for f in factors]
-
-
-def pair_rank(rec: dict) -> int:
-    """A record's place in its group in scenes.jsonl: the base, then the factors in PAIR_FACTORS order."""
-    pair = rec.get("pair")
-    return 0 if not pair or pair["factor"] == PAIR_BASE else 1 + PAIR_FACTORS.index(pair["factor"])
 
 
 class PairGroups:

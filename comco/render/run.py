@@ -22,10 +22,11 @@ from comco.errors import UserError
 from comco.io import dumps, write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
 from comco.progress import progress
+from comco.record import pair_rank
 from comco.render.checks import check_rendered
 from comco.render.journal import CRASHED_TWICE, JOURNAL, end_journal, read_journal, settled
 from comco.render.options import RenderOptions, check_environment, image_timeout
-from comco.render.pairs import PairGroups, pair_rank, scene_key, whole_groups
+from comco.render.pairs import PairGroups, scene_key, whole_groups
 from comco.render.pool import DiskFull, WorkerPool, sweep_scratch
 
 COCO = "annotations.json"
