@@ -406,9 +406,16 @@ def relation(a: tuple[float, float, float], b: tuple[float, float, float], verti
     return "above" if dv < 0 else "below"
 
 
+_WRITTEN: dict[tuple, str] = {}  # few names, colours and looks: each phrase is written once per process
+
+
 def _written(pattern: str, obj: dict, object_set: ObjectSet, **extra) -> str:
-    fields = {"name": obj["name"], "color": obj.get("color"), "material": obj.get("material"), **extra}
-    return " ".join(resolve_articles(_fill(pattern, fields), object_set).split())
+    key = (pattern, obj["name"], obj.get("color"), obj.get("material"), object_set.hash, *extra.items())
+    text = _WRITTEN.get(key)
+    if text is None:
+        fields = {"name": obj["name"], "color": obj.get("color"), "material": obj.get("material"), **extra}
+        text = _WRITTEN[key] = " ".join(resolve_articles(_fill(pattern, fields), object_set).split())
+    return text
 
 
 def _counts_caption(t: Template, ordered: list[dict], book: TemplateBook, object_set: ObjectSet) -> str:
