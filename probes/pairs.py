@@ -18,6 +18,7 @@ import numpy as np
 
 from comco.data.pairing import FACTOR_TEMPLATES, FACTORS, find_pairs, names_largest_first, pair_captions
 from comco.errors import UserError
+from comco.probes.report import ALL_COUNTS
 from comco.probes.stats import accuracy
 
 ROLES = ("text", "image", "group")
@@ -98,7 +99,7 @@ def _group(factor, n, sel, trials, scores, left, *, n_boot, seed) -> dict:
             metrics[name] = _stats(part, trials, scores, n_boot=n_boot, seed=seed)
     pairs = {(trials[j]["pair"].id, factor) for j in sel}
     key = f"{factor} ({FACTOR_TEMPLATES.get(factor, '?')} captions), " + \
-        (f"{n} objects" if n is not None else "all object counts")
+        (f"{n} objects" if n is not None else ALL_COUNTS)
     return {"key": key, "factor": factor, "template": FACTOR_TEMPLATES.get(factor), "n_objects": n,
             "queries": len(sel), "pairs": len(pairs),
             **{k: sum(v for (f, m), v in left[k].items() if f == factor and (n is None or m == n)) for k in LEFT_OUT},

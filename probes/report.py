@@ -138,13 +138,14 @@ def csv_text(probe: str, tabs: list[dict]) -> str:
     return table_csv(CSV_COLUMNS, rows)
 
 
+ALL_COUNTS = "all object counts"  # a group over every object count (n_objects None): the same row's last panel
+
+
 def _family(t: dict) -> str:
     """The table's group without its object count: "and, 3 objects, bare-name gallery" -> "and, bare-name gallery"."""
     n = t["n_objects"]
-    if n is None:
-        return t["group"]
-    parts = [x for x in t["group"].split(", ") if x != f"{n} objects"]
-    return ", ".join(parts)
+    drop = {ALL_COUNTS} if n is None else {f"{n} objects"}
+    return ", ".join(x for x in t["group"].split(", ") if x not in drop)
 
 
 def _scale(t: dict) -> float:

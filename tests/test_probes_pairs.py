@@ -228,3 +228,12 @@ def test_probe_pairs_on_a_dataset_without_pairs_is_one_line(tmp_path, capsys):
     lines = (out + err).strip().splitlines()
     assert len(lines) == 1 and "no pair records" in lines[0] and "--pairs" in lines[0], lines
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_the_all_counts_table_joins_its_factors_row_in_the_figure():
+    from comco.probes.report import _family
+
+    records = pair_records(n=6, objects=(2, 3))
+    groups = pairs_probe(data_of(records), FakeEmbedder(random_vec, lambda p: random_vec(str(p))), n_boot=0, seed=0)
+    rows = {(_family({"group": g["key"], "n_objects": g["n_objects"]}), g["factor"]) for g in groups}
+    assert rows == {(f"{f} ({t} captions)", f) for f, t in FACTOR_TEMPLATE.items()}
