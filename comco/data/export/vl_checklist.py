@@ -31,6 +31,8 @@ NAME = "comco"  # the corpus name: TEST_DATA
 IMAGES = "images"
 PAIR_TYPES = {"swap-size": "Attribute/size", "swap-colors": "Attribute/color", "swap-slots": "Relation/spatial"}
 DEFAULT_TEMPLATE = "and"
+OBJECT_TYPES = {f"Object/Location/{c}" for c in ("center", "margin")} | \
+    {f"Object/Size/{c}" for c in ("large", "medium", "small")}
 
 
 def size_class(layout: str, rank: int, n: int) -> str | None:
@@ -132,7 +134,7 @@ def write(prepared, out: Path, opts, bar) -> dict:
         files += [anno, corpus]
     return {"images": len(sink.placed), "texts": 2 * len(tuples),
             "items": {k: len(v) for k, v in annotations.items()}, "left_out": left, "files": files + [f"{IMAGES}/"],
-            "template": template}
+            "template": template + (" (objects), each factor's (pairs)" if set(annotations) - OBJECT_TYPES else "")}
 
 
 def usage(out: Path, summary: dict, opts) -> str:
