@@ -99,10 +99,17 @@ def _require(probe: str, data) -> None:
 
 
 def default_templates(data) -> list[str]:
+    """The dataset's caption templates that name a list of objects (TOR and IOR's inputs):
+    not the colour captions, and not the pair factors' size, relation and count captions."""
+    from comco.plan.captions import FACTOR_KINDS
+    from comco.probes import texts
+
+    book = texts.template_book(data.info)
     seen = []
     for r in data.records[:50]:
         for t in r.get("captions", {}):
-            if t not in seen and not t.startswith("attributes"):
+            factor = t in book.templates and book.templates[t].kind in FACTOR_KINDS
+            if t not in seen and not t.startswith("attributes") and not factor:
                 seen.append(t)
     return seen
 

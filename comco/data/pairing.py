@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from comco.record import largest
+from comco.record import PAIR_BASE as BASE
+from comco.record import PAIR_FACTORS, largest
 
-BASE = "base"
-FACTORS = ("swap-size", "swap-slots", "swap-colors", "remove", "add", "count")
-PAIR_FACTORS = FACTORS  # the name comco.data's door gives it
+FACTORS = PAIR_FACTORS  # the record's vocabulary: one list of factors for planner and probe
 # The template whose captions name what the factor changes (written by the pair planner).
 FACTOR_TEMPLATES = {"swap-size": "sizes", "swap-slots": "relations", "swap-colors": "attributes",
                     "remove": "and", "add": "and", "count": "counts"}
