@@ -21,6 +21,9 @@ LAYOUTS = ("one-large", "equal", "graded", "realistic")
 SINGLE_LAYOUT = "single"  # the layout of a reference render (one object, slot M)
 # Render presets (recorded in dataset.json's config): Workbench draft, Cycles, Cycles high, EEVEE (GPU only).
 PRESETS = ("draft", "cycles", "high", "eevee")
+# Counterfactual minimal pairs (--pairs): what a variant changes of its base scene, nothing else.
+PAIR_FACTORS = ("swap-size", "swap-slots", "swap-colors", "remove", "add", "count")
+PAIR_BASE = "base"  # the factor a pair's base record carries
 
 
 class Measured(TypedDict):
@@ -62,6 +65,9 @@ class SceneRecord(TypedDict):
     objects: list[ObjectEntry]
     mention_orders: list[list[int]]  # indices into objects, first-mentioned first
     captions: dict[str, list[str]]  # template -> one caption per mention order
+    # Pair datasets only: {"id": base record's id, "factor": PAIR_BASE or one of PAIR_FACTORS,
+    # "changed": indices into this record's objects that differ from the base ([] for the base)}.
+    pair: NotRequired[dict]
 
 
 class SingleRecord(TypedDict):
@@ -82,7 +88,7 @@ class SingleRecord(TypedDict):
 
 
 # Fields every scene record and object entry must have (validate checks them).
-RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__ if k not in ("index", "retry", "large_slot"))
+RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__ if k not in ("index", "retry", "large_slot", "pair"))
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
 MEASURED_KEYS = tuple(Measured.__annotations__)
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.
@@ -103,6 +109,13 @@ def measured_ranks(record: SceneRecord) -> list[int]:
     for r, (_, _, i) in enumerate(sorted(key)):
         ranks[i] = r
     return ranks
+
+
+def pair_rank(record: dict) -> int:
+    """A record's place in its pair group in scenes.jsonl: 0 for a base (or a record of an
+    ordinary dataset), then 1 + the factor's place in PAIR_FACTORS."""
+    pair = record.get("pair")
+    return 0 if not pair or pair["factor"] == PAIR_BASE else 1 + PAIR_FACTORS.index(pair["factor"])
 
 
 def largest(record: SceneRecord) -> int:
@@ -163,7 +176,12 @@ def _check_fields(r: dict, rid, names, set_hash, measured: bool) -> list[str]:
     if len({o["slot"] for o in objs if "slot" in o}) != n:
         out.append(f"record {rid}: two objects share a slot")
     names_in = [o.get("name") for o in objs]
-    if len(set(names_in)) != n:
+    pair = r.get("pair")
+    if pair is not None:
+        out += _pair_problems(rid, pair, n)
+    # Only a count variant repeats an object, and only one of them, once.
+    repeats = n - len(set(names_in))
+    if repeats and not (isinstance(pair, dict) and pair.get("factor") == "count" and repeats == 1):
         out.append(f"record {rid}: an object appears twice")
     orders = r["mention_orders"]
     for k, order in enumerate(orders):
@@ -180,3 +198,20 @@ def _check_fields(r: dict, rid, names, set_hash, measured: bool) -> list[str]:
             elif not (0 <= m.get("fraction", -1) <= 1 and m.get("pixels", -1) >= 0):
                 out.append(f"record {rid}: objects[{i}] has impossible measurements {m}")
     return out
+
+
+def _pair_problems(rid, pair, n: int) -> list[str]:
+    if not isinstance(pair, dict) or set(pair) != {"id", "factor", "changed"}:
+        return [f"record {rid}: 'pair' must be an object with id, factor and changed"]
+    factor, changed = pair["factor"], pair["changed"]
+    if factor != PAIR_BASE and factor not in PAIR_FACTORS:
+        return [f"record {rid}: pair factor '{factor}' is not {PAIR_BASE} or one of {', '.join(PAIR_FACTORS)}"]
+    if not isinstance(changed, list) or not all(isinstance(i, int) and 0 <= i < n for i in changed) \
+            or len(set(changed)) != len(changed):
+        return [f"record {rid}: pair changed {changed!r} are not distinct indices into its {n} objects"]
+    want = pair["id"] if factor == PAIR_BASE else f"{pair['id']}-{factor}"
+    if rid != want:
+        return [f"record {rid}: a pair {factor} record's id must be {want}"]
+    if (factor == PAIR_BASE) != (not changed) and factor != "remove":
+        return [f"record {rid}: pair factor {factor} with changed {changed}"]
+    return []

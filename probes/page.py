@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from comco.io import write_json, write_text
-from comco.probes.report import CELLS_NOTE, TITLES, csv_text, figure_path, fmt, markdown, probe_figure, table_block
+from comco.probes.report import (
+    CELLS_NOTE,
+    PROBE_NOTES,
+    TITLES,
+    csv_text,
+    figure_path,
+    fmt,
+    markdown,
+    probe_figure,
+    table_block,
+)
 from comco.probes.report import tables as probe_tables
 from comco.report.document import Doc
 from comco.report.published import COMCO, published_biases, published_model
@@ -167,6 +177,8 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
     for probe, probe_tabs in tabs.items():
         doc.h(2, TITLES.get(probe, probe))
         doc.p(f"{CELLS_NOTE} Tables as CSV: `{probe}.csv`.")
+        if probe in PROBE_NOTES:
+            doc.p(PROBE_NOTES[probe])
         doc.img(figures.get(probe), f"{probe}: every table of the probe, object counts as panels")
         for t in probe_tabs:
             header, rows, notes = table_block(probe, t)

@@ -26,7 +26,19 @@ TITLES = {
     "ioc": "IOC: linear probe of the object in each slot (image embeddings)",
     "binding": "Colour binding: uni-modal linear probes and cross-modal swap test",
     "attention": "Last-layer CLS attention inside each object's box, by measured size rank",
+    "pairs": "Counterfactual pairs: Winoground text, image and group scores per factor",
 }
+# What a probe's cells mean where CELLS_NOTE does not say it.
+PROBE_NOTES = {
+    "pairs": "Each pair is a base image and its variant with one factor changed, captioned by the template that "
+             "names the factor (swap-size: sizes, swap-slots: relations, swap-colors: attributes, remove / add: and, "
+             "count: counts). Text score: each image prefers its own caption; image score: each caption prefers "
+             "its own image; group: both (ties fail). Every caption order of a pair is a trial and the bootstrap "
+             "resamples pairs; n = trials. Counts: queries (trials), pairs, identical (caption pairs with the same "
+             "two texts, left out), no_captions (pairs without the template), orphans (variants without their "
+             "base). swap-size is also split by whether the variant's caption names its new largest object first.",
+}
+NOTE_KEYS = ("queries", "kept_conditional", "skipped", "gallery", "pairs", "identical", "no_captions", "orphans")
 
 
 def value(stat: dict) -> float:
@@ -57,8 +69,7 @@ def tables(results: dict) -> dict[str, list[dict]]:
                         if s["role"] not in t["roles"]:
                             t["roles"].append(s["role"])
                     t["rows"][model] = {s["role"]: s for s in stats}
-                    t["notes"][model] = {k: g[k] for k in ("queries", "kept_conditional", "skipped", "gallery")
-                                         if k in g}
+                    t["notes"][model] = {k: g[k] for k in NOTE_KEYS if k in g}
         out[probe] = list(merged.values())
     return out
 
@@ -90,6 +101,8 @@ def markdown(probe: str, tabs: list[dict], results: dict) -> str:
     lines = [f"# {TITLES.get(probe, probe)}", "",
              f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
              f"seed {results['seed']}. {CELLS_NOTE}", ""]
+    if probe in PROBE_NOTES:
+        lines += [PROBE_NOTES[probe], ""]
     for t in tabs:
         header, rows, notes = table_block(probe, t)
         lines += [f"## {t['group']} - {t['metric']}", "", markdown_table(header, rows)]
@@ -125,13 +138,14 @@ def csv_text(probe: str, tabs: list[dict]) -> str:
     return table_csv(CSV_COLUMNS, rows)
 
 
+ALL_COUNTS = "all object counts"  # a group over every object count (n_objects None): the same row's last panel
+
+
 def _family(t: dict) -> str:
     """The table's group without its object count: "and, 3 objects, bare-name gallery" -> "and, bare-name gallery"."""
     n = t["n_objects"]
-    if n is None:
-        return t["group"]
-    parts = [x for x in t["group"].split(", ") if x != f"{n} objects"]
-    return ", ".join(parts)
+    drop = {ALL_COUNTS} if n is None else {f"{n} objects"}
+    return ", ".join(x for x in t["group"].split(", ") if x not in drop)
 
 
 def _scale(t: dict) -> float:

@@ -9,8 +9,9 @@ from pathlib import Path
 from comco.errors import UserError
 from comco.progress import progress_group
 
-PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention")
-IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention"}
+PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention", "pairs")
+IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention", "pairs"}
+NO_PAIRS = "no pair records (render the dataset with --pairs FACTOR)"
 
 
 @dataclass
@@ -69,6 +70,10 @@ def select_probes(data, opts: ProbeOptions) -> tuple[list[str], dict[str, str]]:
 
 
 def _cannot_run(probe: str, data) -> str | None:
+    from comco.data.pairing import has_pairs
+
+    if probe == "pairs" and not has_pairs(data.records):
+        return NO_PAIRS
     if probe in IMAGE_PROBES:
         if not data.records or data.images_missing(data.records[:1]) or \
                 any("measured" not in o for o in data.records[0]["objects"]):
@@ -81,6 +86,10 @@ def _cannot_run(probe: str, data) -> str | None:
 
 
 def _require(probe: str, data) -> None:
+    from comco.data.pairing import has_pairs
+
+    if probe == "pairs" and not has_pairs(data.records):
+        raise UserError(f"probe 'pairs' needs a pair dataset, and {data.root} has {NO_PAIRS}")
     if probe in IMAGE_PROBES:
         data.require_images(probe)
     if probe == "ior":
@@ -90,10 +99,17 @@ def _require(probe: str, data) -> None:
 
 
 def default_templates(data) -> list[str]:
+    """The dataset's caption templates that name a list of objects (TOR and IOR's inputs):
+    not the colour captions, and not the pair factors' size, relation and count captions."""
+    from comco.plan.captions import FACTOR_KINDS
+    from comco.probes import texts
+
+    book = texts.template_book(data.info)
     seen = []
     for r in data.records[:50]:
         for t in r.get("captions", {}):
-            if t not in seen and not t.startswith("attributes"):
+            factor = t in book.templates and book.templates[t].kind in FACTOR_KINDS
+            if t not in seen and not t.startswith("attributes") and not factor:
                 seen.append(t)
     return seen
 
@@ -174,7 +190,7 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
 
 
 def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[str, list]:
-    from comco.probes import attention, binding, ior, linear, matching, texts, tor
+    from comco.probes import attention, binding, ior, linear, matching, pairs, texts, tor
 
     kw = {"n_boot": opts.n_boot, "seed": opts.seed}
     book = texts.template_book(data.info if data else None)
@@ -203,4 +219,6 @@ def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[
         if loaded.vit is None:
             return {}  # not an open_clip class-token ViT: nothing to measure (noted in results)
         return {"attention": attention.attention(data, loaded, batch_size=opts.batch_size, **kw)}
+    if probe == "pairs":
+        return {"pairs": pairs.pairs_probe(data, emb, **kw)}
     raise AssertionError(probe)

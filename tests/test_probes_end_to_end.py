@@ -30,7 +30,8 @@ def test_probe_random_vit_s_32_end_to_end(dataset, tmp_path):
     assert r.exit_code == 0, r.output + repr(r.exception)
     res = json.loads((out / "results.json").read_text())
     assert set(res["probes"]) == {"tor", "ior", "ior_slot", "i2tor", "matching", "toc", "ioc", "attention"}
-    assert res["skipped"] == {"binding": "no colours (plan with --colors)"}
+    assert res["skipped"] == {"binding": "no colours (plan with --colors)",
+                              "pairs": "no pair records (render the dataset with --pairs FACTOR)"}
     assert res["dataset"]["hash"] and res["models"][0]["identity"].startswith("open_clip/ViT-S-32/random")
     for probe_name, per_model in res["probes"].items():
         for g in per_model["ViT-S-32 (none)"]:

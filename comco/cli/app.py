@@ -26,6 +26,7 @@ from comco.cli.options import (
     Orders,
     Out,
     Overwrite,
+    Pairs,
     Quiet,
     Resolution,
     Resume,
@@ -65,14 +66,15 @@ _register_parts()
 
 
 def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                order_bias, large_fraction, small_fraction, captions, templates):
+                order_bias, large_fraction, small_fraction, captions, templates, pairs=""):
     """The options of plan and render as a PlanConfig (the one way configs are built)."""
     from comco.plan import PlanConfig
 
     return PlanConfig.from_dict(dict(
         object_set=object_set, objects=objects, n=n, seed=seed, layout=layout, large_slot=large_slot,
         resolution=resolution, colors=colors, orders=orders, order_policy=order_policy, order_bias=order_bias,
-        large_fraction=large_fraction, small_fraction=small_fraction, captions=captions, templates=templates))
+        large_fraction=large_fraction, small_fraction=small_fraction, captions=captions, templates=templates,
+        pairs=pairs))
 
 
 def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:
@@ -97,8 +99,8 @@ def plan(
     large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
     orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
     large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
-    templates: Templates = None, singles: Singles = False, overwrite: Overwrite = False, resume: Resume = False,
-    quiet: Quiet = False,
+    templates: Templates = None, pairs: Pairs = "", singles: Singles = False, overwrite: Overwrite = False,
+    resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
     from comco.data import run_plan
@@ -106,9 +108,9 @@ def plan(
 
     require_folder(out, "--out")
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                      order_bias, large_fraction, small_fraction, captions, templates)
+                      order_bias, large_fraction, small_fraction, captions, templates, pairs)
     stats = run_plan(cfg, out, overwrite=overwrite, resume=resume, quiet=quiet, singles=singles)
-    say(quiet, f"planned {stats['images']} scenes in {stats['seconds']:.1f} s "
+    say(quiet, f"planned {stats['images']} {'images' if cfg.pairs else 'scenes'} in {stats['seconds']:.1f} s "
                 f"({stats['replanned']} re-planned to fit) -> {out}")
 
 
@@ -118,7 +120,7 @@ def render(
     large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
     orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
     large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
-    templates: Templates = None, singles: Singles = False,
+    templates: Templates = None, pairs: Pairs = "", singles: Singles = False,
     preset: Annotated[str, typer.Option(help="draft (Workbench, fast), cycles (default) or high; eevee needs a GPU.")] = "cycles",
     samples: Annotated[Optional[int], typer.Option(help="Cycles samples (preset default if unset).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or optix (Cycles on NVIDIA GPUs).")] = "cpu",
@@ -141,7 +143,7 @@ def render(
     _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
     require_folder(out, "--out")
     cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                      order_bias, large_fraction, small_fraction, captions, templates)
+                      order_bias, large_fraction, small_fraction, captions, templates, pairs)
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
                          max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
                          min_pixels=min_pixels,

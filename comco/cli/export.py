@@ -1,4 +1,5 @@
-"""`comco export DATASET --to FORMAT --out DIR`: a dataset for CLIP_benchmark, open_clip_train or HF datasets.
+"""`comco export DATASET --to FORMAT --out DIR`: a dataset for CLIP_benchmark, open_clip_train, HF datasets
+or the pair benchmarks (Winoground, SugarCrepe, VL-CheckList, SPEC).
 
     comco export data/comco --to clip-benchmark --template long --out exports/cb
     comco export data/comco --to open-clip-wds --shard-size 500MB --out exports/wds
@@ -16,15 +17,15 @@ import typer
 from comco.cli.options import Out, Overwrite, Quiet
 from comco.cli.say import say
 
-TO_HELP = ("clip-benchmark (WebDataset retrieval), open-clip-csv, open-clip-wds (open_clip_train's shards) "
-           "or hf (Hugging Face imagefolder)")
+TO_HELP = ("clip-benchmark (WebDataset retrieval), open-clip-csv, open-clip-wds (open_clip_train's shards), "
+           "hf (Hugging Face imagefolder); pair benchmarks: winoground, sugarcrepe, vl-checklist, spec")
 
 
 def export(
     dataset: Annotated[Path, typer.Argument(help="A rendered dataset folder.")],
     to: Annotated[str, typer.Option("--to", help=TO_HELP)],
     out: Out,
-    template: Annotated[Optional[str], typer.Option("--template", help="Caption template to export (and, articles, photo, long, ...; default the dataset's first).")] = None,
+    template: Annotated[Optional[str], typer.Option("--template", help="Caption template to export (and, articles, photo, long, ...; default the dataset's first; pair formats: each factor's own).")] = None,
     captions: Annotated[str, typer.Option("--captions", help="all (one per mention order; in open-clip formats one training pair each) or first.")] = "all",
     shard_size: Annotated[str, typer.Option("--shard-size", help="Most bytes per tar shard (1GB, 500MB, 64MiB).")] = "1GB",
     shard_count: Annotated[int, typer.Option("--shard-count", help="Most samples per tar shard.")] = 10_000,

@@ -21,7 +21,7 @@ def probe(
     model: Models = None,
     pretrained: Pretrained = None,
     trust_remote_code: TrustRemoteCode = False,
-    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention (default: all the data supports).")] = None,
+    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs (default: all the data supports).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables, plots and the page (report.md, report.html).")] = None,
     text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
     object_set: Annotated[Optional[str], typer.Option("--object-set", help="Object set for --text-only without a dataset.")] = None,
@@ -44,7 +44,7 @@ def probe(
     list_models: Annotated[bool, typer.Option("--list-models", help="List open_clip model names and exit.")] = False,
     quiet: Quiet = False,
 ) -> None:
-    """Measure order and size biases: TOR, IOR, I2TOR, matching, TOC/IOC, binding, attention."""
+    """Measure order and size biases: TOR, IOR, I2TOR, matching, TOC/IOC, binding, attention, pairs."""
     model, pretrained = model or [], pretrained or []
     if list_models:
         from comco.models import list_models as names

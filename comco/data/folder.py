@@ -174,13 +174,33 @@ def expected_ids(root: Path, info: dict) -> list[str] | None:
         shard_i, shard_n = (int(x) for x in shard)
     except (TypeError, ValueError):
         return None
-    ids = [f"{i:06d}" for i in range(shard_i, counts["images"], max(1, shard_n))]
+    factors = pair_factors(info)
+    ids = [rid for i in range(shard_i, scene_count(info), max(1, shard_n)) for rid in group_ids(i, factors)]
     if info.get("rendered") and counts.get("failed"):
         if not (Path(root) / FAILURES).is_file():
             return None  # which ones failed is not known here (a derived copy); the count still is
         failed = {f.get("id") for f in read_jsonl(Path(root) / FAILURES) if isinstance(f, dict)}
         ids = [i for i in ids if i not in failed]
     return ids
+
+
+def pair_factors(info: dict) -> tuple[str, ...]:
+    """The --pairs factors a dataset was planned with (empty for an ordinary dataset)."""
+    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    pairs = config.get("pairs") or ()
+    return tuple(pairs) if isinstance(pairs, (list, tuple)) else ()
+
+
+def scene_count(info: dict) -> int:
+    """Planned scenes: the images, or with --pairs the base scenes (each has 1 + factors images)."""
+    counts = info.get("counts") if isinstance(info.get("counts"), dict) else {}
+    return int(counts.get("scenes", counts.get("images", 0)))
+
+
+def group_ids(index: int, factors: tuple[str, ...] = ()) -> list[str]:
+    """The record ids of scene `index`: its own, then one per pair factor (comco.plan.pairs.pair_id)."""
+    base = f"{index:06d}"
+    return [base] + [f"{base}-{f}" for f in factors]
 
 
 def missing_ids(root: Path, info: dict, present: Iterable) -> list[str]:

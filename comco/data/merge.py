@@ -24,6 +24,7 @@ from comco.data.folder import (
 )
 from comco.errors import UserError
 from comco.io import read_jsonl, write_json, write_jsonl
+from comco.record import pair_rank
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
@@ -74,8 +75,8 @@ def merge_shards(shards: list[Path], out: Path) -> dict:
                 singles.append(r)
         if (s / FAILURES).is_file():
             failures += list(read_jsonl(s / FAILURES))
-    records.sort(key=lambda r: r["index"])
-    if len({r["index"] for r in records}) != len(records):
+    records.sort(key=lambda r: (r["index"], pair_rank(r)))  # a pair dataset: each base, then its variants
+    if len({r["id"] for r in records}) != len(records):
         raise UserError("shards overlap: an image index appears twice")
     write_jsonl(out / SCENES, records)
     if singles:

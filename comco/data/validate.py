@@ -12,8 +12,11 @@ from comco.data.folder import (
     config_hash,
     describe_ids,
     expected_ids,
+    group_ids,
     object_set_source,
+    pair_factors,
     safe_image_path,
+    scene_count,
 )
 from comco.errors import UserError
 from comco.io import read_jsonl
@@ -96,7 +99,8 @@ def validate_dataset(root: str | Path) -> list[str]:
     except UserError as exc:
         return problems + [f"{INFO}: object set cannot be loaded ({exc})"]
     rendered = bool(info.get("rendered"))
-    ids, count, attempts = set(), 0, []
+    factors = pair_factors(info)
+    ids, count, attempts, groups = set(), 0, [], {}
     try:
         for r in read_jsonl(root / SCENES):
             count += 1
@@ -111,10 +115,16 @@ def validate_dataset(root: str | Path) -> list[str]:
                 problems.append(f"record {rid}: duplicate id")
             ids.add(rid)
             problems += check_record(r, names, info.get("object_set_hash"), rendered, root)
+            if factors:
+                problems += _pair_entry(r, groups)
+                if isinstance(r.get("pair"), dict) and r["pair"].get("factor") != "base":
+                    continue  # a variant is planned again with its base's attempt
             if isinstance(r.get("index"), int) and isinstance(r.get("retry"), int):
                 attempts.append((r["index"], r["retry"]))
     except UserError as exc:
         return problems + [str(exc)]
+    if factors:
+        problems += _group_problems(groups, factors)
     counts = info.get("counts") if isinstance(info.get("counts"), dict) else {}
     expected = counts.get("rendered", counts.get("images")) if rendered else counts.get("images")
     wanted = expected_ids(root, info)
@@ -127,14 +137,14 @@ def validate_dataset(root: str | Path) -> list[str]:
         # Every planned image of this slice is either rendered or listed as a failure.
         try:
             shard_i, shard_n = info["config"].get("render", {}).get("shard", [0, 1])
-            planned = len(range(shard_i, counts.get("images", 0), shard_n))
+            planned = len(range(shard_i, scene_count(info), shard_n)) * (1 + len(factors))
             accounted = counts.get("rendered", 0) + counts.get("failed", 0)
         except (TypeError, ValueError, AttributeError):
             return problems + [f"{INFO}: its counts or render shard are not numbers"]
         if accounted != planned:
             problems.append(f"{INFO}: {planned} images planned but {counts.get('rendered', 0)} rendered and "
                             f"{counts.get('failed', 0)} failed: {planned - accounted} are unaccounted for")
-    if config_ok and len(attempts) == count:
+    if config_ok and len(attempts) * (1 + len(factors)) == count:
         problems += _replan_problems(root, info, oset, attempts)
     if (root / SINGLES).is_file():
         for s in read_jsonl(root / SINGLES):
@@ -145,6 +155,33 @@ def validate_dataset(root: str | Path) -> list[str]:
                 if problem:
                     problems.append(f"single {s.get('id')}: image {s['image']} {problem}")
     return problems
+
+
+def _pair_entry(r: dict, groups: dict) -> list[str]:
+    """A pair dataset's record must carry its pair entry; remember its group (base id -> records)."""
+    pair = r.get("pair")
+    if not isinstance(pair, dict):
+        return [f"record {r.get('id')}: a pair dataset's record has no 'pair' entry"]
+    groups.setdefault(str(pair.get("id")), []).append(r)
+    return []
+
+
+def _group_problems(groups: dict, factors: tuple[str, ...]) -> list[str]:
+    """Each pair id names a base record of this dataset, and its variants come from the same attempt."""
+    out = []
+    for base_id, recs in groups.items():
+        base = next((r for r in recs if r["pair"].get("factor") == "base"), None)
+        if base is None:
+            out.append(f"pair {base_id}: no base record with that id ({len(recs)} variants point to it)")
+            continue
+        want = group_ids(base["index"], factors) if isinstance(base.get("index"), int) else None
+        if want is not None and sorted(r.get("id") for r in recs) != sorted(want):
+            out.append(f"pair {base_id}: records {', '.join(sorted(str(r.get('id')) for r in recs))}, "
+                       f"expected {', '.join(want)}")
+        odd = [r.get("id") for r in recs if (r.get("seed"), r.get("retry")) != (base.get("seed"), base.get("retry"))]
+        if odd:
+            out.append(f"pair {base_id}: {', '.join(map(str, odd))} do not share the base's seed and retry")
+    return out
 
 
 def _replan_problems(root: Path, info: dict, oset, attempts: list[tuple[int, int]]) -> list[str]:

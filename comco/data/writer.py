@@ -41,7 +41,8 @@ def _chunk_text(records, count: int) -> tuple[bytes, Counter]:
     for _ in range(count):
         rec = next(records)
         lines.append(dumps(rec))
-        retries[rec["retry"]] += 1
+        if rec.get("pair", {}).get("factor", "base") == "base":  # a pair group's retry counts once
+            retries[rec["retry"]] += 1
     return ("\n".join(lines) + "\n").encode(), retries
 
 
@@ -56,7 +57,7 @@ def _plan_worker(cfg: PlanConfig, chunks: list[tuple[int, int]], out: mp.Queue) 
             planner = Planner(cfg, load_object_set(cfg.object_set))
             records = planner.records_for(i for start, stop in chunks for i in range(start, stop))
             for start, stop in chunks:
-                out.put(("chunk",) + _chunk_text(records, stop - start))
+                out.put(("chunk",) + _chunk_text(records, (stop - start) * (1 + len(cfg.pairs))))
     except UserError as exc:
         out.put(("user error", str(exc), None))
     except BaseException:  # an internal error keeps its traceback for the parent to show
@@ -101,6 +102,8 @@ def dataset_info(planner: Planner, extra_counts: dict | None = None) -> dict:
     cfg = planner.cfg
     per_count = {str(k): sum(1 for i in range(cfg.n) if planner.count_for(i) == k) for k in cfg.objects}
     counts = {"images": cfg.n, "per_object_count": per_count, **(extra_counts or {})}
+    if cfg.pairs:  # every scene is a base image plus one variant image per factor
+        counts = {**counts, "images": cfg.n * (1 + len(cfg.pairs)), "scenes": cfg.n}
     return make_info(cfg.to_dict(), planner.set.name, planner.set.hash, counts)
 
 
@@ -112,7 +115,8 @@ def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int
     chunks = [(s, min(s + CHUNK, cfg.n)) for s in range(0, cfg.n, CHUNK)]
     retries: Counter = Counter()
     t0 = time.perf_counter()
-    with progress(cfg.n, "plan", "scenes", quiet) as bar, atomic_write(out / SCENES, "wb") as f, \
+    images = cfg.n * (1 + len(cfg.pairs))
+    with progress(images, "plan", "scenes", quiet) as bar, atomic_write(out / SCENES, "wb") as f, \
             _no_cycle_collection():
         if workers > 1 and cfg.n >= PARALLEL_FROM:
             # Chunk k is planned by worker k % workers; each sends its chunks in order
@@ -128,7 +132,7 @@ def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int
                     text, r = _receive(queues[k % workers], procs[k % workers])
                     f.write(text)
                     retries.update(r)
-                    bar.advance(stop - start)
+                    bar.advance((stop - start) * (1 + len(cfg.pairs)))
             finally:
                 for p in procs:
                     if p.is_alive():
@@ -137,7 +141,8 @@ def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int
         else:
             for rec in planner.records():
                 f.write((dumps(rec) + "\n").encode())
-                retries[rec["retry"]] += 1
+                if rec.get("pair", {}).get("factor", "base") == "base":
+                    retries[rec["retry"]] += 1
                 bar.advance()
     if singles:
         write_jsonl(out / SINGLES, planner.singles())
@@ -164,4 +169,4 @@ def run_plan(cfg: PlanConfig, out: Path, *, overwrite: bool = False, resume: boo
     stats = write_plan(planner, out, quiet=quiet, workers=workers, singles=singles)
     info["counts"]["replanned"] = stats["replanned"]
     write_json(out / INFO, info)
-    return {"state": state, **stats, "images": cfg.n}
+    return {"state": state, **stats, "images": info["counts"]["images"]}

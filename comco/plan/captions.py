@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from comco.errors import UserError
 from comco.manifest import ObjectSet
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("captions.toml")
-LIST_KEYS = {"object", "join", "last_join", "caption", "requires"}
+LIST_KEYS = {"object", "join", "last_join", "caption", "requires", "default"}
 LONG_KEYS = LIST_KEYS | {"kind", "sentences", "sentences_color"}
+# The factor templates that name what a pair variant changes (sizes, relations, counts).
+FACTOR_KINDS = ("sizes", "relation", "counts")
+KIND_KEYS = {"sizes": LIST_KEYS | {"size_words"}, "relation": {"object", "caption", "single", "vertical", "requires",
+                                                               "default"},
+             "counts": LIST_KEYS | {"several"}}
+VERTICAL = ("image", "depth")  # a relation template's up/down: above/below in the image, or in front of/behind
 # The project's one sentence splitter (captions, training samplers, natural-benchmark
 # analyses): a sentence ends at . ! or ? (optionally closed by a quote or bracket)
 # followed by white space, or at a line break (DCI puts its short caption on its own line).
@@ -35,6 +41,12 @@ class Template:
     kind: str = "list"
     sentences: tuple[str, ...] = ()
     sentences_color: tuple[str, ...] = ()
+    # False: written only when --captions names it, or in a pair dataset (the factor templates).
+    default: bool = True
+    size_words: tuple[str, ...] = ("large", "small")  # sizes: the largest object's word, every other's
+    single: str = "{a} {name}"  # relation: the caption of a scene with one object
+    vertical: str = "image"  # relation: see VERTICAL
+    several: str = "{count} {plural}"  # counts: an object that appears more than once
 
 
 @dataclass(frozen=True)
@@ -42,11 +54,18 @@ class TemplateBook:
     templates: dict[str, Template]
     position_words: dict[str, str]
     size_words: dict[str, list[str]]
+    relation_words: dict[str, str] = field(default_factory=dict)
+    count_words: dict[str, str] = field(default_factory=dict)
 
-    def select(self, names: list[str] | None, colors: bool) -> list[Template]:
-        """Templates to write; by default every one whose requirements the data meets."""
+    def select(self, names: list[str] | None, colors: bool, pairs: bool = False,
+               layout: str | None = None) -> list[Template]:
+        """Templates to write; by default every one whose requirements the data meets (the
+        factor templates only in pair datasets)."""
+        def fits(t: Template) -> bool:
+            return (colors or "color" not in t.requires) and (layout != "equal" or "sizes" not in t.requires)
+
         if not names:
-            return [t for t in self.templates.values() if colors or "color" not in t.requires]
+            return [t for t in self.templates.values() if fits(t) and (t.default or pairs)]
         out = []
         for n in names:
             if n not in self.templates:
@@ -54,6 +73,9 @@ class TemplateBook:
             t = self.templates[n]
             if "color" in t.requires and not colors:
                 raise UserError(f"template '{n}' needs colours; add --colors or drop it from --captions")
+            if not fits(t):
+                raise UserError(f"template '{n}' needs objects of different sizes; use another --layout "
+                                f"than equal or drop it from --captions")
             out.append(t)
         return out
 
@@ -64,7 +86,12 @@ OBJECT_FIELDS = ("name", "a", "color", "material")
 SENTENCE_FIELDS = ("name", "a", "color", "material", "size", "position", "position_cap")
 PLACEHOLDERS = {"object": OBJECT_FIELDS, "caption": ("objects",), "join": (), "last_join": (),
                 "sentences": SENTENCE_FIELDS, "sentences_color": SENTENCE_FIELDS}
-KINDS = ("list", "long")
+# Where a factor kind's keys take other placeholders than PLACEHOLDERS says.
+KIND_PLACEHOLDERS = {"sizes": {"object": OBJECT_FIELDS + ("size",)},
+                     "relation": {"caption": ("first", "relation", "second"), "single": OBJECT_FIELDS},
+                     "counts": {"several": ("count", "plural", "color", "material")}}
+KINDS = ("list", "long", *FACTOR_KINDS)
+WORD_PARTS = ("position", "size", "relation", "count")
 
 
 def read_template_file(path: str | Path) -> str:
@@ -101,28 +128,30 @@ def load_templates(extra: str | Path | None = None, text: str | None = None) -> 
             data["words"].setdefault(k, {}).update(v)
     words = data.pop("words")
     templates = {name: _parse_template(name, raw, where) for name, raw in data.items()}
-    return TemplateBook(templates, dict(words["position"]), {k: list(v) for k, v in words["size"].items()})
+    return TemplateBook(templates, dict(words["position"]), {k: list(v) for k, v in words["size"].items()},
+                        dict(words["relation"]), dict(words["count"]))
 
 
 def _check_words(where: str, words) -> None:
     if not isinstance(words, dict):
         raise UserError(f"{where}: 'words' must be a table ([words.position], [words.size])")
     for part, table in words.items():
-        if part not in ("position", "size") or not isinstance(table, dict):
-            raise UserError(f"{where}: key 'words.{part}': use tables [words.position] and [words.size]")
+        if part not in WORD_PARTS or not isinstance(table, dict):
+            raise UserError(f"{where}: key 'words.{part}': use tables "
+                            f"{', '.join(f'[words.{p}]' for p in WORD_PARTS)}")
         for key, value in table.items():
-            texts = [value] if part == "position" else value
+            texts = value if part == "size" else [value]
             if not (isinstance(texts, list) and texts
                     and all(isinstance(w, str) and w.strip() and not set(w) & set("{}") for w in texts)):
-                what = "a text" if part == "position" else "a list of size words"
+                what = "a list of size words" if part == "size" else "a text"
                 raise UserError(f"{where}: key 'words.{part}.{key}' must be {what} without braces, got {value!r}")
 
 
-def _check_text(where: str, name: str, key: str, value) -> None:
+def _check_text(where: str, name: str, key: str, value, kind: str = "list") -> None:
     """A template text: a string whose braces are only the placeholders this key takes."""
     if not isinstance(value, str):
         raise UserError(f"{where}: key '{name}.{key}' must be a text, got {value!r}")
-    allowed = PLACEHOLDERS[key]
+    allowed = KIND_PLACEHOLDERS.get(kind, {}).get(key, PLACEHOLDERS.get(key, OBJECT_FIELDS))
     rest = re.sub(r"\{(" + "|".join(allowed) + r")\}", "", value) if allowed else value
     bad = re.search(r"\{[^{}]*\}?|\}", rest)
     if bad:
@@ -134,19 +163,24 @@ def _parse_template(name: str, raw: dict, where: str = "templates") -> Template:
     kind = raw.get("kind", "list")
     if kind not in KINDS:
         raise UserError(f"{where}: key '{name}.kind' = {kind!r}: use one of {', '.join(KINDS)}")
-    allowed = LONG_KEYS if kind == "long" else LIST_KEYS
+    allowed = LONG_KEYS if kind == "long" else KIND_KEYS.get(kind, LIST_KEYS)
     unknown = sorted(set(raw) - allowed - {"kind"})
     if unknown:
         raise UserError(f"{where}: template '{name}': unknown key '{unknown[0]}' "
                         f"(allowed: {', '.join(sorted(allowed))})")
-    for key in ("object", "join", "caption"):
+    needed = ("object", "caption") if kind == "relation" else ("object", "join", "caption")
+    for key in needed:
         if key not in raw:
             raise UserError(f"{where}: template '{name}': missing '{key}'")
-    for key in ("object", "join", "caption", "last_join"):
+    for key in ("object", "join", "caption", "last_join", "single", "several"):
         if key in raw:
-            _check_text(where, name, key, raw[key])
-    if "{objects}" not in raw["caption"]:
+            _check_text(where, name, key, raw[key], kind)
+    if kind == "relation":
+        if any("{" + f + "}" not in raw["caption"] for f in ("first", "relation", "second")):
+            raise UserError(f"{where}: template '{name}': caption must contain {{first}}, {{relation}} and {{second}}")
+    elif "{objects}" not in raw["caption"]:
         raise UserError(f"{where}: template '{name}': caption must contain {{objects}}")
+    factor = _factor_keys(where, name, raw)
     requires = raw.get("requires", [])
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         raise UserError(f"{where}: key '{name}.requires' must be a list of field names (e.g. [\"color\"]), "
@@ -161,11 +195,34 @@ def _parse_template(name: str, raw: dict, where: str = "templates") -> Template:
     if kind == "long" and not raw.get("sentences"):
         raise UserError(f"{where}: template '{name}': a long template needs a 'sentences' list")
     return Template(
-        name=name, object=raw["object"], join=raw["join"], caption=raw["caption"],
+        name=name, object=raw["object"], join=raw.get("join", ""), caption=raw["caption"],
         last_join=raw.get("last_join"), requires=tuple(requires), kind=kind,
         sentences=tuple(raw.get("sentences", ())),
-        sentences_color=tuple(raw.get("sentences_color", raw.get("sentences", ()))),
+        sentences_color=tuple(raw.get("sentences_color", raw.get("sentences", ()))), **factor,
     )
+
+
+def _factor_keys(where: str, name: str, raw: dict) -> dict:
+    """The factor templates' own keys (default, size_words, vertical), checked."""
+    out = {}
+    if "default" in raw:
+        if not isinstance(raw["default"], bool):
+            raise UserError(f"{where}: key '{name}.default' must be true or false, got {raw['default']!r}")
+        out["default"] = raw["default"]
+    if "size_words" in raw:
+        words = raw["size_words"]
+        if not (isinstance(words, list) and len(words) == 2 and all(isinstance(w, str) and w.strip() for w in words)):
+            raise UserError(f"{where}: key '{name}.size_words' must be two words (the largest's, the others'), "
+                            f"got {words!r}")
+        out["size_words"] = tuple(words)
+    if "vertical" in raw:
+        if raw["vertical"] not in VERTICAL:
+            raise UserError(f"{where}: key '{name}.vertical' = {raw['vertical']!r}: use one of {', '.join(VERTICAL)}")
+        out["vertical"] = raw["vertical"]
+    for key in ("single", "several"):
+        if key in raw:
+            out[key] = raw[key]
+    return out
 
 
 def size_word(words: list[str], rank: int, n: int) -> str:
@@ -255,6 +312,9 @@ class Captioner:
         ordered_rows = [[rows[i] for i in order] for order in orders]
         out: dict[str, list[str]] = {}
         for ti, (t, frame) in enumerate(zip(self.templates, self._frames)):
+            if t.kind in FACTOR_KINDS:
+                out[t.name] = factor_captions(t, record, self.book, self.set)
+                continue
             if frame is None or not (tidy and frame[4]):
                 # Rare (odd user templates): the plain writer and its white-space clean-up.
                 captions = [join_caption(t, [row[ti] for row in ordered]) for ordered in ordered_rows]
@@ -292,6 +352,85 @@ class Captioner:
         text = self._sentences[ti][skey] = object_sentence(t, object_fields(obj, self.book, layout, n), variant,
                                                            self.set)
         return text
+
+
+def factor_captions(t: Template, record: dict, book: TemplateBook, object_set: ObjectSet) -> list[str]:
+    """A factor template's caption for each of the record's mention orders."""
+    objs, orders = record["objects"], record["mention_orders"]
+    if t.kind == "sizes":
+        # Size words bound by planned size rank: the largest takes the first word, the rest the second.
+        phrases = [_written(t.object, o, object_set, size=t.size_words[0 if o["size_rank"] == 0 else 1])
+                   for o in objs]
+        return [join_caption(t, [phrases[i] for i in order]) for order in orders]
+    if t.kind == "counts":
+        return [_counts_caption(t, [objs[i] for i in order], book, object_set) for order in orders]
+    if len(objs) == 1:
+        return [_written(t.single, objs[0], object_set) for _ in orders]
+    from comco.plan.camera import Camera
+
+    cam = Camera.from_record(record["camera"], *record["resolution"])
+    seen = [_seen(cam, o) for o in objs]
+    out = []
+    for order in orders:
+        i, j = order[0], order[1]
+        word = book.relation_words[relation(seen[i], seen[j], t.vertical)]
+        text = _fill(t.caption, {"first": _written(t.object, objs[i], object_set), "relation": word,
+                                 "second": _written(t.object, objs[j], object_set)})
+        out.append(" ".join(text.split()))
+    return out
+
+
+def _seen(cam, obj: dict) -> tuple[float, float, float]:
+    """(u, v) of the object's slot centre, as image shares, and its foot's depth from the camera.
+
+    Slots, not the jittered boxes: slot centres lie 0.3 of the image apart and the jitter moves a
+    box by at most 0.035, so the relation holds in the image; and it is the same whatever the
+    object's size (a size swap re-fits an object's box inside the frame and may shift it)."""
+    from comco.plan.placement import SLOT_UV
+
+    u, v = SLOT_UV[obj["slot"]]
+    return u, v, cam.project(tuple(obj["location"]))[2]
+
+
+def relation(a: tuple[float, float, float], b: tuple[float, float, float], vertical: str = "image") -> str:
+    """Where a stands to b ((u, v, depth) each): left/right unless they lie more apart up and down
+    than across (a column of slots: UL over BL), then above/below in the image (vertical "image")
+    or in front of/behind by depth from the camera (vertical "depth"). Diagonal neighbours (the
+    centre and a corner) are left/right: both are true, and one rule keeps a pair's relations
+    changing only with its positions."""
+    du, dv = a[0] - b[0], a[1] - b[1]
+    if abs(du) >= abs(dv) / 2:
+        return "left" if du < 0 else "right"
+    if vertical == "depth":
+        return "front" if a[2] < b[2] else "behind"
+    return "above" if dv < 0 else "below"
+
+
+_WRITTEN: dict[tuple, str] = {}  # few names, colours and looks: each phrase is written once per process
+
+
+def _written(pattern: str, obj: dict, object_set: ObjectSet, **extra) -> str:
+    key = (pattern, obj["name"], obj.get("color"), obj.get("material"), object_set.hash, *extra.items())
+    text = _WRITTEN.get(key)
+    if text is None:
+        fields = {"name": obj["name"], "color": obj.get("color"), "material": obj.get("material"), **extra}
+        text = _WRITTEN[key] = " ".join(resolve_articles(_fill(pattern, fields), object_set).split())
+    return text
+
+
+def _counts_caption(t: Template, ordered: list[dict], book: TemplateBook, object_set: ObjectSet) -> str:
+    """"two cubes and a cone": each name once, where it is first mentioned, with its count."""
+    groups: dict[str, list[dict]] = {}
+    for o in ordered:
+        groups.setdefault(o["name"], []).append(o)
+    phrases = []
+    for name, objs in groups.items():
+        if len(objs) == 1:
+            phrases.append(_written(t.object, objs[0], object_set))
+        else:
+            phrases.append(_written(t.several, objs[0], object_set, count=book.count_words[str(len(objs))],
+                                    plural=object_set.get(name).plural))
+    return join_caption(t, phrases)
 
 
 def _frame(t: Template) -> tuple[str, str, str, str, bool] | None:

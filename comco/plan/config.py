@@ -10,7 +10,7 @@ from comco.errors import UserError
 from comco.manifest import ObjectSet
 from comco.plan import captions as cap
 from comco.plan.orders import POLICIES
-from comco.record import LAYOUTS, MAX_OBJECTS, SLOTS
+from comco.record import LAYOUTS, MAX_OBJECTS, PAIR_FACTORS, SLOTS
 
 MAX_IMAGES = 10_000_000  # per dataset: counting and the journal are linear in --n; more is --shard's job
 
@@ -38,6 +38,8 @@ class PlanConfig:
     # The --templates file's content: part of the configuration, so editing the file makes
     # another configuration (a resume is refused) and a dataset re-plans without the file.
     templates_text: str | None = None
+    # Counterfactual variants of every scene (comco/plan/pairs.py), in PAIR_FACTORS order.
+    pairs: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.templates is not None and self.templates_text is None:
@@ -72,6 +74,8 @@ class PlanConfig:
         if "captions" in given:
             v = given["captions"]
             given["captions"] = tuple(c.strip() for c in (v.split(",") if isinstance(v, str) else v) if c.strip())
+        if "pairs" in given:
+            given["pairs"] = parse_pairs(given["pairs"])
         if given.get("templates") is not None:
             given["templates"] = str(given["templates"])
         return cls(**given)
@@ -80,10 +84,21 @@ class PlanConfig:
         d = asdict(self)
         if d["templates_text"] is None:
             del d["templates_text"]  # configurations without --templates keep their hash
+        if not d["pairs"]:
+            del d["pairs"]  # nor do those without --pairs change theirs
         for k, v in d.items():
             if isinstance(v, tuple):
                 d[k] = list(v)
         return d
+
+
+def parse_pairs(value) -> tuple[str, ...]:
+    """"swap-size,remove" or a list -> the factors, each once, in PAIR_FACTORS order."""
+    names = [t.strip() for t in (value.split(",") if isinstance(value, str) else value) if str(t).strip()]
+    bad = [t for t in names if t not in PAIR_FACTORS]
+    if bad:
+        raise UserError(f"--pairs: unknown factor '{bad[0]}'; known: {', '.join(PAIR_FACTORS)}")
+    return tuple(f for f in PAIR_FACTORS if f in names)
 
 
 def parse_counts(text: str) -> tuple[int, ...]:
@@ -164,6 +179,9 @@ def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
     if max(cfg.objects) > len(object_set.objects):
         raise UserError(f"--objects: {max(cfg.objects)} objects asked but set '{object_set.name}' "
                         f"has {len(object_set.objects)}")
+    if "add" in cfg.pairs and max(cfg.objects) >= len(object_set.objects):
+        raise UserError(f"--pairs add: set '{object_set.name}' has no object left to add to {max(cfg.objects)}; "
+                        f"use fewer --objects")
     w, h = cfg.resolution
     if not (0 < w <= 8192 and 0 < h <= 8192):
         raise UserError(f"--resolution {w}x{h}: use 1..8192 pixels")
@@ -180,6 +198,7 @@ def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
     if cfg.orders > math.factorial(most):
         raise UserError(f"--orders {cfg.orders}: {most} objects have only {math.factorial(most)} different "
                         f"mention orders; use 1..{math.factorial(most)}")
+    check_pairs(cfg)
     lo, hi = cfg.small_fraction
     if lo > hi:
         raise UserError(f"--small-fraction {lo:g}-{hi:g}: the range is backwards; write {hi:g}-{lo:g}")
@@ -187,3 +206,19 @@ def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
         raise UserError("--large-fraction and --small-fraction are image shares in (0, 1)")
 
 
+
+
+def check_pairs(cfg: PlanConfig) -> None:
+    """Refuse a factor the scenes cannot show (one line, what to pass instead)."""
+    factors = parse_pairs(cfg.pairs)
+    if "swap-colors" in factors and not cfg.colors:
+        raise UserError("--pairs swap-colors: the objects have no colours to swap; add --colors")
+    if "swap-size" in factors and cfg.layout == "equal":
+        raise UserError("--pairs swap-size: the equal layout gives every object one size; use another --layout")
+    two = [f for f in factors if f in ("swap-size", "swap-slots", "swap-colors", "remove")]
+    if two and min(cfg.objects) < 2:
+        raise UserError(f"--pairs {two[0]}: needs at least 2 objects per scene; use --objects 2 or more")
+    grow = [f for f in factors if f in ("add", "count")]
+    if grow and max(cfg.objects) >= MAX_OBJECTS:
+        raise UserError(f"--pairs {grow[0]}: a scene of {max(cfg.objects)} objects has no free slot for one more; "
+                        f"use --objects up to {MAX_OBJECTS - 1}")

@@ -64,6 +64,8 @@ class Drawn:
     jitter: np.ndarray  # (A, PLACEMENT_TRIES, K, 2) pixels
     normals: np.ndarray  # (A, LIGHT_NORMALS)
     order_numbers: np.ndarray  # (A, order draws) uniform numbers for mention_orders
+    uniform: np.ndarray | None = None  # (A, draws) every uniform number (pair variants read the unused columns)
+    kept: np.ndarray | None = None  # (A, KEPT) the numbers that chose the objects
 
 
 class Drawer:
@@ -153,7 +155,7 @@ class Drawer:
         return Drawn(index=[i for i, _ in jobs], retry=[r for _, r in jobs], seed=seeds, ids=ids, valid=valid,
                      fraction=fraction, ranks=ranks, slot=slot, yaw=yaw, material=material,
                      colors=colors, variant=_pick(uniform[:, VARIANT:VARIANT + K], 1 << 16), jitter=jitter,
-                     normals=normals, order_numbers=uniform[:, ORDERS:])
+                     normals=normals, order_numbers=uniform[:, ORDERS:], uniform=uniform, kept=kept)
 
     def _fractions(self, u: np.ndarray, count: np.ndarray, valid: np.ndarray, ids: np.ndarray, yaw: np.ndarray,
                    large_slot: np.ndarray) -> np.ndarray:

@@ -61,6 +61,7 @@ class Placed:
     y: np.ndarray
     u: np.ndarray  # pixel of the ground position (left-to-right orders)
     fraction: np.ndarray  # planned fraction after holding too-tall and shrinking too-wide objects
+    tries: np.ndarray | None = None  # (A,) the jitter try that fitted (pair variants reuse it)
 
 
 class Placer:
@@ -232,7 +233,7 @@ class Placer:
             first[won] = lo + t_i[rows]
             x[won], y[won], u[won] = gx[rows], gy[rows], fu[rows]
         status[(status == OK) & (first == tries)] = NO_ROOM
-        return Placed(status=status, culprit=culprit, scale=scale, x=x, y=y, u=u, fraction=frac)
+        return Placed(status=status, culprit=culprit, scale=scale, x=x, y=y, u=u, fraction=frac, tries=first)
 
     def boxes_fit(self, boxes: np.ndarray, valid: np.ndarray, core: np.ndarray | None = None) -> np.ndarray:
         return boxes_fit(boxes, valid, self.w, self.h, self.margin, core)

@@ -25,14 +25,18 @@ from comco.plan import captions as cap
 from comco.plan import placement as pl
 from comco.plan.camera import Camera
 from comco.plan.config import PlanConfig, check_config
-from comco.plan.draws import LIGHT_NORMALS, Drawer
+from comco.plan.draws import LIGHT_NORMALS, OBJECT_RETRIES, Drawer
 from comco.plan.orders import mention_orders
+from comco.plan.pairs import Miss, Pairer
 from comco.plan.placement import PLACEMENT_TRIES
-from comco.record import SLOTS
+from comco.record import PAIR_BASE, SLOTS
 
 SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an axe) may have none that can be large
 BATCH = 1024  # attempts placed together; any size gives the same records
 WINDOW = 4 * BATCH  # records held back at most while an earlier scene still retries
+PAIR_FAILED = -1  # a placed base whose pair variants could not all be made (not a placement code)
+
+
 class PlanFailure(Exception):
     """A scene could not be placed; carries the reason."""
 
@@ -52,10 +56,11 @@ class Planner:
         self.set = object_set
         self.camera = Camera.default(*cfg.resolution)
         self.book = cap.load_templates(cfg.templates, text=cfg.templates_text)
-        self.templates = self.book.select(list(cfg.captions), cfg.colors)
+        self.templates = self.book.select(list(cfg.captions), cfg.colors, pairs=bool(cfg.pairs), layout=cfg.layout)
         self.captioner = cap.Captioner(self.templates, self.book, object_set)
         self.placer = pl.Placer(self.camera, object_set.objects)
         self.drawer = Drawer(cfg, object_set, self.placer)
+        self.pairer = Pairer(self) if cfg.pairs else None
         # Rounded once: the record's turn for each whole degree.
         self._rotation = {d: round(math.radians(d), 5) for d in range(-180, 181)}
 
@@ -69,32 +74,53 @@ class Planner:
 
         `first_retry` > 0 re-plans a scene that the renderer rejected (the retry count
         is recorded, and the seeds stay derived from the dataset seed and the index).
+        With --pairs, the base record of the pair group (`plan_group` gives all of it).
         """
-        return next(self._plan_stream([(index, first_retry)]))
+        return self.plan_group(index, first_retry)[0]
+
+    def plan_group(self, index: int, first_retry: int = 0) -> list[dict]:
+        """Image `index`'s records: the scene, then (with --pairs) its variants in factor order."""
+        return next(self._groups([(index, first_retry)]))
 
     def records(self, start: int = 0, stop: int | None = None) -> Iterator[dict]:
         stop = self.cfg.n if stop is None else stop
-        return self._plan_stream((i, 0) for i in range(start, stop))
+        return self._flat((i, 0) for i in range(start, stop))
 
     def records_for(self, indices: Iterable[int]) -> Iterator[dict]:
         """The records of these images, in this order (planned in batches, as `records`)."""
-        return self._plan_stream((i, 0) for i in indices)
+        return self._flat((i, 0) for i in indices)
 
     def records_from(self, attempts: Iterable[tuple[int, int]]) -> Iterator[dict]:
         """The records of these (index, first retry) attempts, in order, planned in batches:
-        a record's own (index, retry) gives that record again (`comco validate` checks so)."""
-        return self._plan_stream(attempts)
+        a record's own (index, retry) gives that record again (`comco validate` checks so).
+        With --pairs, each attempt gives its whole pair group."""
+        return self._flat(attempts)
+
+    def groups_from(self, attempts: Iterable[tuple[int, int]]) -> Iterator[list[dict]]:
+        """Pair groups (the scene, then its variants) of these attempts, in order."""
+        return self._groups(attempts)
+
+    def _flat(self, jobs) -> Iterator[dict]:
+        if self.pairer is None:
+            return self._plan_stream(jobs)
+        return (rec for group in self._plan_stream(jobs) for rec in group)
+
+    def _groups(self, jobs) -> Iterator[list[dict]]:
+        if self.pairer is None:
+            return ([rec] for rec in self._plan_stream(jobs))
+        return self._plan_stream(jobs)
 
     def replan(self, index: int, retry: int) -> dict:
         """Exactly attempt `retry` of image `index` (PlanFailure if that attempt does not fit).
 
         The lab uses it to write new mention orders and captions for rendered images.
+        With --pairs, the base record (its variants may fail; `plan_group` says).
         """
         drawn = self.drawer.draw([(index, retry)])
         placed = self._place(drawn)
         if placed.status[0] != pl.OK:
             raise PlanFailure(self._reason(drawn, placed, 0))
-        return self._records(drawn, placed, [0])[0]
+        return self._base_records(drawn, placed, [0])[0]
 
     def check_large_fraction(self) -> None:
         """One-large: some object must be able to cover --large-fraction (at the centre,
@@ -121,7 +147,7 @@ class Planner:
         handful of hard scenes; records wait until those before them are done.
         """
         jobs = iter(jobs)
-        retries: list[tuple[int, int, int, int]] = []  # (job number, index, first retry, retry)
+        retries: list[tuple[int, int, int, int]] = []  # (job number, index, attempts made, retry)
         done: dict[int, dict] = {}
         next_job = next_out = 0
         exhausted = False
@@ -134,7 +160,7 @@ class Planner:
                 if job is None:
                     exhausted = True
                     break
-                todo.append((next_job, job[0], job[1], job[1]))
+                todo.append((next_job, job[0], 0, job[1]))
                 next_job += 1
             if not todo:
                 break
@@ -142,18 +168,31 @@ class Planner:
             placed = self._place(drawn)
             status = placed.status.tolist()
             ok = [a for a, s in enumerate(status) if s == pl.OK]
-            for a, rec in zip(ok, self._records(drawn, placed, ok)):
-                done[todo[a][0]] = rec
-            for a, (k, index, first, retry) in enumerate(todo):
+            bases = self._base_records(drawn, placed, ok)
+            why: dict[int, str] = {}
+            if self.pairer is None:
+                for a, rec in zip(ok, bases):
+                    done[todo[a][0]] = rec
+            else:  # a base whose variants cannot all be made is drawn again, like one that does not fit
+                for a, base, variants in zip(ok, bases, self.pairer.variants(drawn, placed, ok, bases)):
+                    if isinstance(variants, str):
+                        status[a], why[a] = PAIR_FAILED, variants
+                    else:
+                        done[todo[a][0]] = [base, *variants]
+            for a, (k, index, made, retry) in enumerate(todo):
                 if status[a] == pl.OK:
                     continue
-                if retry + 1 - first >= SCENE_RETRIES:
+                if made + 1 >= SCENE_RETRIES:
                     cfg = self.cfg
                     raise UserError(
                         f"cannot place {self.count_for(index)} objects in view at --large-fraction "
                         f"{cfg.large_fraction} / --small-fraction {cfg.small_fraction[0]}-{cfg.small_fraction[1]} "
-                        f"({self._reason(drawn, placed, a)}); lower the fractions or --objects")
-                retries.append((k, index, first, retry + 1))
+                        f"({why.get(a) or self._reason(drawn, placed, a)}); lower the fractions or --objects")
+                # A pair that these objects can never give (no two colours to swap) skips to the
+                # attempt that draws new objects.
+                skip = isinstance(why.get(a), Miss) and why[a].new_objects
+                following = retry - retry % OBJECT_RETRIES + OBJECT_RETRIES if skip else retry + 1
+                retries.append((k, index, made + 1, following))
             while next_out in done:
                 yield done.pop(next_out)
                 next_out += 1
@@ -177,6 +216,14 @@ class Planner:
         return f"{int(drawn.valid[a].sum())} objects did not fit after {PLACEMENT_TRIES} placements"
 
     # -- records --------------------------------------------------------------------
+    def _base_records(self, drawn, placed: pl.Placed, rows: list[int]) -> list[dict]:
+        """The records of placed attempts; with --pairs each carries its pair entry (factor base)."""
+        out = self._records(drawn, placed, rows)
+        if self.pairer is not None:
+            for rec in out:
+                rec["pair"] = {"id": rec["id"], "factor": PAIR_BASE, "changed": []}
+        return out
+
     def _records(self, drawn, placed: pl.Placed, rows: list[int]) -> list[dict]:
         """The scene records of the placed attempts `rows` of a batch."""
         cfg, objects, looks = self.cfg, self.set.objects, self.drawer.material_names

@@ -34,6 +34,14 @@ def image_seed(dataset_seed: int, index: int, retry: int = 0) -> int:
     return int.from_bytes(hashlib.blake2b(key, digest_size=8, person=b"comco-image").digest(), "little") >> 1
 
 
+def pair_seed(seed: int, factor: int) -> int:
+    """The seed of the stream that picks which objects a pair variant changes: derived from the
+    base attempt's own seed and the factor's number, so one factor's picks never move another's
+    (and the base scene's own stream stays as it is without --pairs)."""
+    key = struct.pack("<Qq", seed, factor)
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8, person=b"comco-pairs").digest(), "little") >> 1
+
+
 def _pcg_state(seed: int) -> dict:
     d = hashlib.blake2b(struct.pack("<Q", seed), digest_size=32, person=b"comco-pcg64").digest()
     return {"bit_generator": "PCG64",

@@ -22,9 +22,11 @@ from comco.errors import UserError
 from comco.io import dumps, write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
 from comco.progress import progress
+from comco.record import pair_rank
 from comco.render.checks import check_rendered
 from comco.render.journal import CRASHED_TWICE, JOURNAL, end_journal, read_journal, settled
 from comco.render.options import RenderOptions, check_environment, image_timeout
+from comco.render.pairs import PairGroups, scene_key, whole_groups
 from comco.render.pool import DiskFull, WorkerPool, sweep_scratch
 
 COCO = "annotations.json"
@@ -99,10 +101,15 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
         (out / JOURNAL).unlink(missing_ok=True)
 
     shard_i, shard_n = opts.shard
-    jobs = [("scene", i) for i in range(cfg.n) if i % shard_n == shard_i and f"scene:{i}" not in done]
+    groups = PairGroups(cfg.pairs) if cfg.pairs else None
+    if groups is None:
+        jobs = [("scene", i) for i in range(cfg.n) if i % shard_n == shard_i and f"scene:{i}" not in done]
+    else:  # a pair group is rendered whole, from one attempt
+        jobs = [("scene", i) for i in groups.to_render(range(shard_i, cfg.n, shard_n), done)]
     singles = planner.singles() if opts.singles and shard_i == 0 else []
     jobs += [("single", s) for s in singles if f"single:{s['id']}" not in done]
-    total = len(jobs) + len(done)
+    scene_jobs = sum(1 for kind, _ in jobs if kind == "scene")
+    total = len(jobs) + scene_jobs * len(cfg.pairs) + len(done)  # a pair group is 1 + factors images
     t0 = time.perf_counter()
     stats = {"rendered": 0, "failed": 0, "retries": 0, "crashes": 0, "hung": 0, "rss_mb": {}}
     worker_cfg = {"object_set": cfg.object_set, "preset": opts.preset, "resolution": list(cfg.resolution),
@@ -114,9 +121,16 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
         with progress(total, "render", "images", quiet) as bar, open(out / JOURNAL, "a", encoding="utf-8") as journal:
             bar.advance(len(done))
             # Scenes are planned in batches, then handed to _job as records.
-            planned = planner.records_for(item for kind, item in jobs if kind == "scene")
-            queue = [_job(planner, kind, item, opts, next(planned) if kind == "scene" else None)
-                     for kind, item in jobs]
+            if groups is None:
+                planned = planner.records_for(item for kind, item in jobs if kind == "scene")
+                queue = [_job(planner, kind, item, opts, next(planned) if kind == "scene" else None)
+                         for kind, item in jobs]
+            else:
+                planned = planner.groups_from((item, groups.first_retry.get(item, 0))
+                                              for kind, item in jobs if kind == "scene")
+                queue = [j for kind, item in jobs
+                         for j in (groups.jobs(next(planned), opts) if kind == "scene"
+                                   else [_job(planner, kind, item, opts)])]
             queue.reverse()  # pop() from the end keeps index order
             crashed_once: set[str] = set()
             while queue or (pool and pool.busy()):
@@ -129,7 +143,11 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
                         raise DiskFull(msg["reason"])
                     if msg["kind"] == "done" and msg.get("served") in (1, 100, 1000, 10000):
                         stats["rss_mb"][msg["served"]] = round(msg["rss_mb"], 1)
-                    entry = _settle(planner, opts, job, msg, crashed_once, queue, stats)
+                    if groups is not None and not groups.arrived(job, msg):
+                        continue  # its pair group is being planned again: this image is stale
+                    entry = _settle(planner, opts, job, msg, crashed_once, queue, stats, groups)
+                    if groups is not None:
+                        queue.extend(reversed(groups.ready(planner, opts)))
                     if entry is not None:
                         journal.write(dumps(entry) + "\n")
                         journal.flush()
@@ -165,11 +183,11 @@ def _rehash(info: dict) -> dict:
 def _job(planner: Planner, kind: str, item, opts: RenderOptions, record: dict | None = None) -> dict:
     if kind == "scene":
         rec = record or planner.plan(item)
-        return {"kind": "scene", "key": f"scene:{rec['index']}", "record": rec, "mask": opts.masks or opts.coco}
+        return {"kind": "scene", "key": scene_key(rec), "record": rec, "mask": opts.masks or opts.coco}
     return {"kind": "single", "key": f"single:{item['id']}", "record": item, "mask": opts.masks or opts.coco}
 
 
-def _settle(planner, opts, job, msg, crashed_once, queue, stats) -> dict | None:
+def _settle(planner, opts, job, msg, crashed_once, queue, stats, groups=None) -> dict | None:
     """Turn a worker's answer into a journal entry, or queue a retry."""
     rec = job["record"]
     if msg["kind"] == "crashed":
@@ -177,6 +195,8 @@ def _settle(planner, opts, job, msg, crashed_once, queue, stats) -> dict | None:
         if job["key"] not in crashed_once:
             crashed_once.add(job["key"])
             queue.append(job)
+            if groups is not None:
+                groups.sent_again(job)
             return None
         # Transient: the next --resume tries it again.
         reason = CRASHED_TWICE if msg["why"] == "crashed" else f"the render worker {msg['why']}, twice"
@@ -191,6 +211,10 @@ def _settle(planner, opts, job, msg, crashed_once, queue, stats) -> dict | None:
         stats["rendered"] += 1
         return {"key": job["key"], "status": "ok", "record": rec}
     tries = rec.get("render_retries", 0)
+    if tries < opts.max_retries and groups is not None:
+        stats["retries"] += 1
+        groups.redo(rec, queue)  # the whole group again, once none of it is in flight
+        return None
     if tries < opts.max_retries:
         stats["retries"] += 1
         again = planner.plan(rec["index"], rec["retry"] + 1)  # a derived seed; the worker overwrites the image
@@ -204,8 +228,11 @@ def _settle(planner, opts, job, msg, crashed_once, queue, stats) -> dict | None:
 def finalize(out: Path, info: dict, planner: Planner, coco: bool = False) -> dict:
     """Journal -> scenes.jsonl (index order), singles, failures, metadata, dataset.json."""
     entries = read_journal(out)
+    factors = tuple(info["config"].get("pairs") or ())
+    if factors:
+        entries = whole_groups(entries, factors)
     scenes = sorted((e["record"] for e in entries.values() if e["status"] == "ok" and e["key"].startswith("scene:")),
-                    key=lambda r: r["index"])
+                    key=lambda r: (r["index"], pair_rank(r)))
     singles = sorted((e["record"] for e in entries.values() if e["status"] == "ok" and e["key"].startswith("single:")),
                      key=lambda r: r["id"])
     failures = [{"key": e["key"], "id": e["record"]["id"], "reason": e["reason"], "retry": e["record"].get("retry")}

@@ -10,27 +10,15 @@ file system allows (no copy, no extra space), else copies.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Iterator
 
+from comco.data.export.links import place
 from comco.data.export.samples import Sample
 from comco.io import atomic_write, dumps
 
 METADATA = "metadata.jsonl"
 IMAGES = "images"
-
-
-def _place(src: Path, dst: Path, linking: list[bool]) -> None:
-    """Hard-link src to dst (copy once links fail: another file system, no permission)."""
-    if linking[0]:
-        try:
-            os.link(src, dst)
-            return
-        except OSError:
-            linking[0] = False
-    shutil.copyfile(src, dst)
 
 
 def write(items: Iterator[Sample], out: Path, opts, bar) -> dict:
@@ -40,7 +28,7 @@ def write(items: Iterator[Sample], out: Path, opts, bar) -> dict:
     with atomic_write(out / METADATA) as f:
         for s in items:
             name = f"{IMAGES}/{s.key}{s.image.suffix.lower()}"
-            _place(s.image, out / name, linking)
+            place(s.image, out / name, linking)
             f.write(dumps({"file_name": name, **s.row}) + "\n")
             images += 1
             texts += len(s.captions)

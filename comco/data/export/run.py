@@ -32,6 +32,9 @@ class Format:
     module: str  # comco.data.export.<module>
     write: str  # names in that module: the writer and the line that tells how to use the export
     usage: str
+    # The writer takes what the module's `prepare(dataset, opts)` returned (pairs are grouped across
+    # records, and bad input is refused before anything is written), not samples.
+    whole: bool = False
 
 
 FORMATS = {
@@ -41,6 +44,13 @@ FORMATS = {
     "open-clip-wds": Format("open_clip_train (--dataset-type webdataset)", True, "open_clip", "write_wds",
                             "usage_wds"),
     "hf": Format("Hugging Face datasets (imagefolder)", False, "hf", "write", "usage"),
+    # the pair benchmarks' formats (a pair dataset; VL-CheckList's object tuples take any dataset)
+    "winoground": Format("Winoground (facebook/winoground's loading script)", True, "winoground", "write", "usage",
+                         whole=True),
+    "sugarcrepe": Format("SugarCrepe (main_eval.py)", True, "sugarcrepe", "write", "usage", whole=True),
+    "vl-checklist": Format("VL-CheckList (vl_checklist.data_loader, TUPLE_JSON)", True, "vl_checklist", "write",
+                           "usage", whole=True),
+    "spec": Format("SPEC (spec.dataset.get_data)", True, "spec", "write", "usage", whole=True),
 }
 
 
@@ -146,20 +156,24 @@ def export_dataset(root: str | Path, to: str, out: str | Path, *, template: str 
     opts = ExportOptions(template, captions, parse_bytes(shard_size), int(shard_count),
                          parse_separator(csv_separator))
     dataset = Dataset(Path(root).resolve())
-    chosen = choose_template(dataset, template)
-    if fmt.needs_captions and chosen is None:
+    # pair formats: each factor's own template unless one is named
+    chosen = choose_template(dataset, template) if template is not None or not fmt.whole else None
+    if fmt.needs_captions and chosen is None and not fmt.whole:
         raise UserError(f"{root} has no captions, and the {to} layout ({fmt.tool}) pairs each image with text; "
                         f"plan the dataset with caption templates or export it --to hf")
     opts = replace(opts, template=chosen)
     out = Path(out)
     check_out(out, dataset.root, overwrite)
     module = importlib.import_module(f"comco.data.export.{fmt.module}")
+    prepared = module.prepare(dataset, opts) if fmt.whole else None
     counts = dataset.info.get("counts") or {}
     total = int(counts.get("rendered", counts.get("images", 0)) or 0)
     tmp = _temp_folder(out)
     try:
         with progress(total, f"export {to}", "images", quiet) as bar:
-            summary = getattr(module, fmt.write)(samples(dataset, chosen, captions), tmp, opts, bar)
+            items = prepared if fmt.whole else samples(dataset, chosen, captions)
+            summary = getattr(module, fmt.write)(items, tmp, opts, bar)
+        chosen = summary.pop("template", chosen) or ("each factor's" if fmt.whole else None)
         summary = {"format": to, "tool": fmt.tool, "dataset": str(dataset.root),
                    "dataset_config_hash": dataset.info.get("config_hash"), "template": chosen,
                    "captions": captions, "generator": f"comco {__version__}", **summary}
