@@ -149,7 +149,8 @@ def test_models_below_the_gates_count_nowhere(run_dir, tmp_path):
     out, _ = run_dir
     source = RECIPE.read_text(encoding="utf-8")
     strict = tmp_path / "order-bias.toml"
-    strict.write_text(source.replace("[scales.smoke.gates]\nset_r1 = 0.0", "[scales.smoke.gates]\nset_r1 = 1.0", 1))
+    # swap matching at 100 %: no 4-step model (scratch or fine-tuned) reaches it
+    strict.write_text(source.replace("swap_largest = 0.0", "swap_largest = 1.0", 1))
     assert strict.read_text() != source
     try:
         again = lab(out, strict)
@@ -157,8 +158,8 @@ def test_models_below_the_gates_count_nowhere(run_dir, tmp_path):
         md = (out / "report.md").read_text(encoding="utf-8")
         res = numbers(out)["object_sets"]["simco"]
         trained = [g for g in res["gates"]["models"].values() if g["trained"]]
-        assert trained and all(not g["passed"] and "set R@1" in g["failed"] for g in trained)
-        assert "**fail**: set R@1" in md and "0 of 14 trained models pass" in md
+        assert trained and all(not g["passed"] and "swap largest" in g["failed"] for g in trained)
+        assert "**fail**: swap L" in md and "0 of 14 trained models pass" in md
         assert "A line fitted through all" not in md
         assert md.count("cannot answer") >= 6
         assert "cannot answer what the DeBias analyses" in md  # the section says so instead of vanishing
