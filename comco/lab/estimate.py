@@ -59,7 +59,9 @@ def _options(size: dict, context_length: int | None = None) -> dict:
 
 def estimate_seconds(stages: list, settings: dict) -> dict[str, float]:
     """{stage id: estimated seconds on one GPU} for the stages of one recipe at one scale."""
-    scratch, ft, data, render = (settings[k] for k in ("scratch", "finetune", "data", "render"))
+    from comco.manifest import load_object_set
+
+    scratch, ft, render = (settings[k] for k in ("scratch", "finetune", "render"))
     size = {"tower": scratch["tower"], "width": scratch["width"], "layers": scratch["layers"],
             "patch_size": scratch["patch_size"], "context_length": scratch["context_length"],
             "resolution": render["resolution"]}
@@ -72,7 +74,7 @@ def estimate_seconds(stages: list, settings: dict) -> dict[str, float]:
         c = st.config
         if st.kind == "render":
             per = RENDER_S.get(c["preset"], RENDER_S["cycles"])
-            singles = 80 if c.get("singles") else 0  # one reference render per object of the set
+            singles = len(load_object_set(c["object_set"]).objects) if c.get("singles") else 0  # one per object
             out[st.id] = (c["n"] + singles) * per
         elif st.kind in ("scratch", "finetune"):
             f = long if st.kind == "finetune" else short
