@@ -45,10 +45,20 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 
 
 def make_optimizer(groups: list[dict], cfg: TrainConfig) -> torch.optim.Optimizer:
+    kw = {"lr": cfg.lr, "betas": tuple(cfg.adam_betas), "eps": cfg.adam_eps, "fused": _can_fuse(groups)}
     if cfg.optimizer == "adam":
         # plain Adam: weight decay (if any) as L2 in the gradient, as LABCLIP trains
-        return torch.optim.Adam(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
+        return torch.optim.Adam(groups, **kw)
+    return torch.optim.AdamW(groups, **kw)
+
+
+def _can_fuse(groups: list[dict]) -> bool:
+    """torch's fused Adam(W): the same update in one kernel per step. On CPUs the per-tensor
+    loop spends a fifth of a scratch step on the 49408-row token table (benchmarks/train.py
+    --optimizer measures it); fused needs floating parameters on one CPU or CUDA device."""
+    params = [p for g in groups for p in g["params"]]
+    devices = {p.device.type for p in params}
+    return bool(params) and len(devices) == 1 and devices <= {"cpu", "cuda"} and all(p.is_floating_point() for p in params)
 
 
 def plan_micro_batches(cfg: TrainConfig, step: int, n: int) -> list[tuple[int, list[int]]]:
