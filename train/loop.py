@@ -58,7 +58,8 @@ def _can_fuse(groups: list[dict]) -> bool:
     --optimizer measures it); fused needs floating parameters on one CPU or CUDA device."""
     params = [p for g in groups for p in g["params"]]
     devices = {p.device.type for p in params}
-    return bool(params) and len(devices) == 1 and devices <= {"cpu", "cuda"} and all(p.is_floating_point() for p in params)
+    return (bool(params) and len(devices) == 1 and devices <= {"cpu", "cuda"}
+            and all(p.is_floating_point() for p in params))
 
 
 def plan_micro_batches(cfg: TrainConfig, step: int, n: int) -> list[tuple[int, list[int]]]:

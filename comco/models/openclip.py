@@ -91,9 +91,9 @@ def load_open_clip(name: str, pretrained: str | None, device: str) -> LoadedMode
 def wrap_open_clip(name, pretrained, identity, model, preprocess, tokenizer, device, text_map=None) -> LoadedModel:
     model.eval()
     encode_text = model.encode_text
-    if _padding_is_inert(model):
+    if padding_is_inert(model):
         def encode_text(tokens):
-            return _encode_text_trimmed(model, tokens)
+            return encode_text_trimmed(model, tokens)
     return LoadedModel(
         name=name, pretrained=pretrained, identity=identity, family="open_clip", model=model,
         preprocess=preprocess, context_length=int(model.context_length), device=device,
@@ -101,7 +101,7 @@ def wrap_open_clip(name, pretrained, identity, model, preprocess, tokenizer, dev
         _encode_text=encode_text, text_map=text_map)
 
 
-def _padding_is_inert(model) -> bool:
+def padding_is_inert(model) -> bool:
     """True for open_clip CLIP text towers whose output cannot depend on the padding.
 
     With a causal mask and pooling at the end-of-text token, tokens after it are never
@@ -114,7 +114,7 @@ def _padding_is_inert(model) -> bool:
             and getattr(model, "text_pool_type", "") in ("argmax", "eos"))
 
 
-def _encode_text_trimmed(model, text):
+def encode_text_trimmed(model, text):
     """open_clip CLIP.encode_text on text[:, :L], L = the batch's last end-of-text + 1."""
     from open_clip.transformer import text_global_pool
 
