@@ -55,3 +55,21 @@ def test_a_run_without_out_and_without_dry_run_is_one_line(tmp_path):
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "--out" in lines[0] and "--dry-run" in lines[0]
+
+
+def test_ready_stages_start_deepest_chain_first():
+    """The p = 1 trainings (fine-tuned, then probed) outrank the p = 0 ones (only probed),
+    so the fine-tunes do not queue up at the end of a run."""
+    from comco.lab.graph import build_stages
+    from comco.lab.recipe import load_recipe
+    from comco.lab.run import chain_depths
+
+    stages = build_stages(load_recipe(RECIPE, "small"))
+    depth = chain_depths(stages)
+    assert depth["report"] == 1
+    # p = 1: training, fine-tune, its probe, report; p = 0: training, probe, report
+    assert depth["scratch-simco-p1-s0"] == depth["scratch-simco-p0-s0"] + 1 == 4
+    assert depth["scratch-simco-p0-s0"] == depth["probe-scratch-simco-p0-s0"] + 1
+    for s in stages:  # every stage outranks what waits on it
+        for dep in s.deps.values():
+            assert depth[dep] > depth[s.id]

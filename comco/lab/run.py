@@ -159,6 +159,7 @@ def _run_locked(recipe: Recipe, out: Path, stages: list[Stage], *, resume: bool,
     jobs = jobs or run["jobs"] or cores
     threads = threads or run["threads"] or max(1, cores // jobs)
     by_id = {s.id: s for s in stages}
+    depth = chain_depths(stages)
     done = {s.id for s in stages if is_done(out, s)}
     todo = [s for s in stages if s.id not in done]
     skipped = [s.id for s in stages if s.id in done]
@@ -198,7 +199,7 @@ def _run_locked(recipe: Recipe, out: Path, stages: list[Stage], *, resume: bool,
                     say(f"  {s.id}: {seconds[s.id]:.1f} s")
                     continue
                 if failure is None:
-                    for s in [s for s in ready if not s.inline]:
+                    for s in sorted((s for s in ready if not s.inline), key=lambda s: -depth[s.id]):
                         if len(running) >= jobs:
                             break
                         pending.remove(s)
@@ -241,6 +242,22 @@ def _run_locked(recipe: Recipe, out: Path, stages: list[Stage], *, resume: bool,
         raise failure
     return {"state": state, "ran": ran, "skipped": skipped, "seconds": seconds,
             "wall_seconds": time.perf_counter() - t_run, "stages": [s.id for s in stages]}
+
+
+def chain_depths(stages: list[Stage]) -> dict[str, int]:
+    """Per stage, the number of stages on its longest chain of dependants, itself included.
+    Ready stages start deepest first (ties in recipe order): the p = 1 trainings, which
+    fine-tunes and their probes wait on, go before the p = 0 ones that only a probe waits
+    on, so the run does not end with the fine-tunes queued behind one another."""
+    children: dict[str, list[str]] = {s.id: [] for s in stages}
+    for s in stages:
+        for dep in s.deps.values():
+            if dep in children:
+                children[dep].append(s.id)
+    depth: dict[str, int] = {}
+    for s in reversed(stages):  # stages come in dependency order, dependants after their inputs
+        depth[s.id] = 1 + max((depth[c] for c in children[s.id]), default=0)
+    return depth
 
 
 def _dep_dirs(out: Path, stage: Stage, by_id: dict) -> dict[str, str]:
