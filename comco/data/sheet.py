@@ -99,7 +99,9 @@ def pair_sheet(dataset: str | Path, out: str | Path, *, limit: int = 8, factors:
         raise UserError(f"{root}: {len(absent)} of the sheet's images are not rendered (first: "
                         f"{absent[0].relative_to(root)}); render the dataset with `comco render` first")
     tiles = [[Tile(_open(p, root), lines) for p, lines in row] for row in rows]
-    title = f"{root.name}: {len(rows)} pair groups (base, then one variant per factor)"
+    w, h = tiles[0][0].image.size
+    title = (f"{root.name} ({data.info.get('object_set', '?')}, {w} x {h} px renders): {len(rows)} pair groups "
+             f"(base, then one variant per factor)")
     grid = {"tile": tile, "gap": GAP, "title": title, "font_px": max(11, tile // 15)}
     save_png(draw_grid(tiles, resample=resample, **grid), out)
     return {"rows": len(rows), "columns": max(len(r) for r in rows), "size": layout(tiles, **grid).size}
