@@ -11,11 +11,11 @@ import math
 import os
 import tempfile
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
-from comco.io import atomic_path
 from comco.manifest import load_object_set
 from comco.plan import PlanConfig, Planner
+from comco.sheet import Tile, draw_grid, save_png
 
 
 def render_singles(object_set: str, names: list[str] | None, preset: str, size: int, out_dir: str,
@@ -50,32 +50,10 @@ def render_singles(object_set: str, names: list[str] | None, preset: str, size: 
 
 
 def contact_sheet(items: list[tuple[str, str]], out: str, columns: int | None = None, title: str = "") -> None:
-    tiles = [(label, Image.open(p).convert("RGB")) for label, p in items]
-    size = tiles[0][1].width
+    """The labelled grid of comco.sheet: one tile per (label, png path), about 1.3 times wider than tall."""
+    tiles = [Tile(Image.open(p).convert("RGB"), (label,)) for label, p in items]
     columns = columns or math.ceil(math.sqrt(len(tiles) * 1.3))
-    rows = math.ceil(len(tiles) / columns)
-    label_h = max(14, size // 9)
-    head = label_h + 8 if title else 0
-    sheet = Image.new("RGB", (columns * size, head + rows * (size + label_h)), "white")
-    draw = ImageDraw.Draw(sheet)
-    font = _font(label_h - 3)
-    if title:
-        draw.text((6, 4), title, fill="black", font=font)
-    for k, (label, img) in enumerate(tiles):
-        x, y = (k % columns) * size, head + (k // columns) * (size + label_h)
-        sheet.paste(img, (x, y))
-        draw.text((x + 4, y + size + 1), label, fill="black", font=font)
-    with atomic_path(out) as tmp:
-        sheet.save(tmp, format="PNG")
-
-
-def _font(px: int):
-    for name in ("DejaVuSans.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"):
-        try:
-            return ImageFont.truetype(name, px)
-        except OSError:
-            continue
-    return ImageFont.load_default()
+    save_png(draw_grid([tiles[k:k + columns] for k in range(0, len(tiles), columns)], title=title), out)
 
 
 def preview(object_set: str, out: str, preset: str = "draft", size: int = 160, colors: bool = False,

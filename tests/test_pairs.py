@@ -57,9 +57,13 @@ def test_each_variant_changes_its_factor_and_nothing_else(set_name):
                 assert large in changed
                 assert (vo[i]["slot"], vo[j]["slot"]) == (objs[i]["slot"], objs[j]["slot"])
                 assert (vo[i]["size_rank"], vo[j]["size_rank"]) == (objs[j]["size_rank"], objs[i]["size_rank"])
+                # the planned shares exchange exactly (no object held or shrunk beyond its factor)
+                assert (vo[i]["planned_fraction"], vo[j]["planned_fraction"]) == \
+                    (objs[j]["planned_fraction"], objs[i]["planned_fraction"])
             if factor == "swap-slots":
                 assert (vo[i]["slot"], vo[j]["slot"]) == (objs[j]["slot"], objs[i]["slot"])
                 assert [o["size_rank"] for o in vo] == [o["size_rank"] for o in objs]
+                assert [o["planned_fraction"] for o in vo] == [o["planned_fraction"] for o in objs]
             if factor == "swap-colors":
                 assert (vo[i]["color"], vo[j]["color"]) == (objs[j]["color"], objs[i]["color"])
                 assert vo[i]["color"] != vo[j]["color"]

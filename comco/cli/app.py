@@ -301,6 +301,24 @@ def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folde
     say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
 
 
+@dataset_app.command("pairs-sheet")
+def dataset_pairs_sheet(
+    dataset: Annotated[Path, typer.Argument(help="A dataset rendered with --pairs.")], out: Out,
+    limit: Annotated[int, typer.Option(help="Pair groups (rows) to show, the dataset's first.")] = 8,
+    factors: Annotated[Optional[str], typer.Option(help="Factors to show, comma-separated (default: all).")] = None,
+    tile: Annotated[int, typer.Option(help="Cell width in pixels (small renders are scaled up).")] = 192,
+    resample: Annotated[str, typer.Option(help="nearest (the rendered pixels) or bicubic.")] = "nearest",
+    quiet: Quiet = False,
+):
+    """A contact sheet of counterfactual pairs: per row a base image and its variants, each labelled
+    with its factor and the captions the pair probe compares."""
+    from comco.data import pair_sheet
+
+    _image_out(out)
+    s = pair_sheet(dataset, out, limit=limit, factors=factors, tile=tile, resample=resample)
+    say(quiet, f"{s['rows']} pair groups x {s['columns']} images ({s['size'][0]} x {s['size'][1]} px) -> {out}")
+
+
 def _interrupted(exc: BaseException) -> bool:
     """Typer turns Ctrl-C inside a command into exit 130 with the KeyboardInterrupt as the cause."""
     seen = set()

@@ -92,12 +92,13 @@ class PlanConfig:
         return d
 
 
-def parse_pairs(value) -> tuple[str, ...]:
-    """"swap-size,remove" or a list -> the factors, each once, in PAIR_FACTORS order."""
+def parse_pairs(value, flag: str = "--pairs") -> tuple[str, ...]:
+    """"swap-size,remove" or a list -> the factors, each once, in PAIR_FACTORS order (`flag` names
+    the option in the error)."""
     names = [t.strip() for t in (value.split(",") if isinstance(value, str) else value) if str(t).strip()]
     bad = [t for t in names if t not in PAIR_FACTORS]
     if bad:
-        raise UserError(f"--pairs: unknown factor '{bad[0]}'; known: {', '.join(PAIR_FACTORS)}")
+        raise UserError(f"{flag}: unknown factor '{bad[0]}'; known: {', '.join(PAIR_FACTORS)}")
     return tuple(f for f in PAIR_FACTORS if f in names)
 
 

@@ -71,6 +71,9 @@ class Pairer:
     def variants(self, drawn: Drawn, placed, rows: list[int], bases: list[dict]) -> list[list[dict] | Miss]:
         """Per base row: its variant records in factor order, or why one could not be made."""
         sub = _rows(drawn, rows, placed.tries)
+        # The shares the base's objects were planned at (after holding tall and shrinking wide
+        # ones): what swap-size exchanges and swap-slots keeps, rather than the drawn shares.
+        self._reached = placed.fraction[np.asarray(rows, dtype=np.intp)]
         found: list[list[dict]] = [[] for _ in rows]
         failed: list[Miss | None] = [None] * len(rows)
         for factor in self.factors:
@@ -107,6 +110,14 @@ class Pairer:
         expected = {"remove": 0, "add": 1, "count": 1}.get(factor, 2)
         if len(changed) != expected:
             return Miss(f"its {factor} variant changed {len(changed)} objects, not {expected}")
+        if factor in ("swap-size", "swap-slots"):  # the sizes exchanged exactly / kept exactly
+            got = [rec["objects"][j]["planned_fraction"] for j in changed]
+            want = [base["objects"][origin[j]]["planned_fraction"] for j in changed]
+            want = want[::-1] if factor == "swap-size" else want
+            if got != want:
+                k = next(k for k in range(len(got)) if got[k] != want[k])
+                return Miss(f"its {factor} variant plans {rec['objects'][changed[k]]['name']} at a share of "
+                            f"{got[k]:g}, not {want[k]:g} (held or shrunk to fit its place)")
         rec["pair"] = {"id": base["id"], "factor": factor, "changed": changed}
         return None
 
@@ -126,7 +137,7 @@ class Pairer:
     def _swap_size(self, v: Drawn, r: int, rng):
         n, large = self._n(v, r), self._largest(v, r)
         small = [c for c in range(n) if c != large][int(rng.integers(n - 1))]
-        self._swap(v, r, large, small, ("fraction",))
+        v.fraction[r, [large, small]] = self._reached[r, [small, large]]
         return list(range(n)), None
 
     def _swap_slots(self, v: Drawn, r: int, rng):
@@ -134,6 +145,7 @@ class Pairer:
         i, j = (int(c) for c in rng.choice(n, size=2, replace=False))
         v.jitter[r, :, [i, j]] = v.jitter[r, :, [j, i]]  # each takes the other's place, not only its slot
         self._swap(v, r, i, j, ("slot",))
+        v.fraction[r, [i, j]] = self._reached[r, [i, j]]  # each keeps its planned share at its new place
         return list(range(n)), None
 
     def _swap_colors(self, v: Drawn, r: int, rng):

@@ -1,0 +1,107 @@
+"""The pair contact sheet: `comco dataset pairs-sheet DATASET --out sheet.png`.
+
+One row per pair group (a base record and its variants, in the dataset's order): the base
+image, then each variant in the order of the factors. Under a variant: its factor and the
+caption pair the pair probe sets against each other (comco.data.pairing: the template that
+names the factor, the first mention order whose two captions differ), the variant's caption
+first. Under the base: its id and its `and` caption. Drawn with comco.sheet (no bpy).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+from comco.data.folder import Dataset
+from comco.data.pairing import BASE, FACTOR_TEMPLATES, FACTORS, find_pairs, has_pairs, pair_captions
+from comco.errors import UserError
+from comco.plan.config import parse_pairs
+from comco.sheet import Tile, draw_grid, layout, resample_of, save_png
+
+GAP = 4  # white pixels between cells
+
+
+def pair_groups(records: list[dict], factors: tuple[str, ...] = ()) -> list[tuple[dict, list]]:
+    """(base record, [its Pairs in FACTORS order, only `factors` when given]) per pair group, in record order."""
+    pairs, _orphans = find_pairs(records)
+    groups: dict[str, tuple[dict, list]] = {}
+    for p in pairs:
+        if not factors or p.factor in factors:
+            groups.setdefault(p.id, (p.base, []))[1].append(p)
+    rank = {f: k for k, f in enumerate(FACTORS)}
+    return [(base, sorted(ps, key=lambda p: rank.get(p.factor, len(rank)))) for base, ps in groups.values()]
+
+
+def base_lines(base: dict) -> tuple[str, ...]:
+    caps = (base.get("captions") or {}).get("and") or [""]
+    return f"{base['id']} {BASE}", caps[0]
+
+
+def variant_lines(pair) -> tuple[str, ...]:
+    """The factor (and its template), the variant's caption and the base's, as the probe compares them."""
+    template = FACTOR_TEMPLATES.get(pair.factor, "?")
+    head = f"{pair.factor} ({template})"
+    differ, _identical = pair_captions(pair)
+    if differ:
+        return head, differ[0].variant, f"base: {differ[0].base}"
+    caps = (pair.variant.get("captions") or {}).get(template)
+    return (head, caps[0], "(the base's caption is the same)") if caps else (head, f"(no {template} caption)")
+
+
+def sheet_rows(data: Dataset, *, limit: int, factors: tuple[str, ...] = ()) -> list[list[tuple[Path, tuple]]]:
+    """Rows of (image path, label lines): the first `limit` pair groups of the dataset."""
+    records = [r for r in data.records() if isinstance(r, dict) and "objects" in r]
+    if not has_pairs(records):
+        raise UserError(f"{data.root} has no pair records; render it with `comco render --pairs FACTOR[,...]`")
+    have = {p.factor for p in find_pairs(records)[0]}
+    missing = [f for f in factors if f not in have]
+    if missing:
+        raise UserError(f"--factors {missing[0]}: {data.root} has no {missing[0]} pairs "
+                        f"(it has {', '.join(f for f in FACTORS if f in have)})")
+    groups = pair_groups(records, factors)[:limit]
+    return [[(data.image_path(base), base_lines(base)), *((data.image_path(p.variant), variant_lines(p)) for p in ps)]
+            for base, ps in groups]
+
+
+def _open(path: Path, root: Path) -> Image.Image:
+    try:
+        with Image.open(path) as im:
+            return im.convert("RGB")
+    except (UnidentifiedImageError, OSError) as exc:
+        raise UserError(f"{path} cannot be read ({exc.__class__.__name__}); `comco validate {root}` "
+                        f"lists the broken images") from None
+
+
+def pair_sheet(dataset: str | Path, out: str | Path, *, limit: int = 8, factors: str | None = None,
+               tile: int = 192, resample: str = "nearest") -> dict:
+    """Draw the sheet of `dataset` to the PNG `out`; returns rows, columns and the sheet's size.
+
+    Args:
+        limit: pair groups (rows) to show, the first ones in the dataset's order.
+        factors: comma-separated factors to show (default: every factor of the dataset).
+        tile: cell width in pixels; 64 px renders are scaled up to it.
+        resample: "nearest" (the rendered pixels, enlarged) or "bicubic"."""
+    root = Path(dataset)
+    if not root.is_dir():
+        raise UserError(f"{root} does not exist or is not a folder; give a dataset rendered with "
+                        f"`comco render --pairs`")
+    if limit < 1:
+        raise UserError(f"--limit {limit}: show at least one pair group")
+    if not 16 <= tile <= 1024:
+        raise UserError(f"--tile {tile}: use 16..1024 pixels")
+    resample_of(resample)
+    chosen = parse_pairs(factors, "--factors") if factors else ()
+    data = Dataset(root)
+    rows = sheet_rows(data, limit=limit, factors=chosen)
+    absent = [p for row in rows for p, _ in row if not p.is_file()]
+    if absent:
+        raise UserError(f"{root}: {len(absent)} of the sheet's images are not rendered (first: "
+                        f"{absent[0].relative_to(root)}); render the dataset with `comco render` first")
+    tiles = [[Tile(_open(p, root), lines) for p, lines in row] for row in rows]
+    w, h = tiles[0][0].image.size
+    title = (f"{root.name} ({data.info.get('object_set', '?')}, {w} x {h} px renders): {len(rows)} pair groups "
+             f"(base, then one variant per factor)")
+    grid = {"tile": tile, "gap": GAP, "title": title, "font_px": max(11, tile // 15)}
+    save_png(draw_grid(tiles, resample=resample, **grid), out)
+    return {"rows": len(rows), "columns": max(len(r) for r in rows), "size": layout(tiles, **grid).size}
