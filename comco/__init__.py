@@ -10,3 +10,6 @@ GENERATOR = f"comco {__version__}"
 # drawn among those that can be large), so that a dataset
 # is never resumed or merged with plans of another version: it is in the config hash.
 PLAN_VERSION = 2
+# The same for pair variants alone (2: swap-size exchanges the base's reached shares and
+# swap-slots keeps them): in the hash of pair datasets only, so no other dataset changes.
+PAIRS_VERSION = 2

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from comco.io import write_json, write_text
 from comco.probes.report import (
-    CELLS_NOTE,
     PROBE_NOTES,
     TITLES,
+    cells_note,
     csv_text,
     figure_path,
     fmt,
@@ -176,7 +176,7 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
         _leaderboard_section(doc, head)
     for probe, probe_tabs in tabs.items():
         doc.h(2, TITLES.get(probe, probe))
-        doc.p(f"{CELLS_NOTE} Tables as CSV: `{probe}.csv`.")
+        doc.p(f"{cells_note(probe)} Tables as CSV: `{probe}.csv`.")
         if probe in PROBE_NOTES:
             doc.p(PROBE_NOTES[probe])
         doc.img(figures.get(probe), f"{probe}: every table of the probe, object counts as panels")

@@ -28,7 +28,7 @@ TITLES = {
     "attention": "Last-layer CLS attention inside each object's box, by measured size rank",
     "pairs": "Counterfactual pairs: Winoground text, image and group scores per factor",
 }
-# What a probe's cells mean where CELLS_NOTE does not say it.
+# What a probe's cells mean where cells_note() does not say it.
 PROBE_NOTES = {
     "pairs": "Each pair is a base image and its variant with one factor changed, captioned by the template that "
              "names the factor (swap-size: sizes, swap-slots: relations, swap-colors: attributes, remove / add: and, "
@@ -94,13 +94,16 @@ def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
     return ["model", *roles, "n"], rows, f"Counts - {notes}." if notes else ""
 
 
-CELLS_NOTE = "Cells: % with a bootstrap 95 % interval over images; n = trials per cell (min-max over columns)."
+def cells_note(probe: str) -> str:
+    """What a cell holds; the pair probe's bootstrap resamples pairs, the others' images."""
+    unit = "pairs" if probe == "pairs" else "images"
+    return f"Cells: % with a bootstrap 95 % interval over {unit}; n = trials per cell (min-max over columns)."
 
 
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:
     lines = [f"# {TITLES.get(probe, probe)}", "",
              f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
-             f"seed {results['seed']}. {CELLS_NOTE}", ""]
+             f"seed {results['seed']}. {cells_note(probe)}", ""]
     if probe in PROBE_NOTES:
         lines += [PROBE_NOTES[probe], ""]
     for t in tabs:

@@ -107,6 +107,18 @@ def test_plans_without_pairs_keep_their_configuration():
     assert PlanConfig.from_dict(d) == PlanConfig(n=5, pairs=("swap-size", "remove"))
 
 
+
+def test_the_pairs_planner_version_is_in_the_hash_of_pair_datasets_only(monkeypatch):
+    """Another pair planner never resumes a pair dataset; other datasets keep their hash."""
+    import comco.data.folder as folder
+
+    plain, paired = PlanConfig(n=5).to_dict(), PlanConfig(n=5, pairs=("remove",)).to_dict()
+    before = folder.config_hash(plain, "x"), folder.config_hash(paired, "x")
+    monkeypatch.setattr(folder, "PAIRS_VERSION", folder.PAIRS_VERSION + 1)
+    assert folder.config_hash(plain, "x") == before[0]
+    assert folder.config_hash(paired, "x") != before[1]
+
+
 @pytest.mark.parametrize("args, says", [
     (["--pairs", "swap-colors"], "add --colors"),
     (["--pairs", "swap-size", "--layout", "equal"], "equal layout"),

@@ -218,6 +218,7 @@ def test_probe_pairs_end_to_end_writes_tables_and_the_page(pair_dataset, tmp_pat
     page = (out / "report.md").read_text()
     assert "Counterfactual pairs" in page and "swap-size (sizes captions)" in page
     assert "16.7" in (out / "pairs.md").read_text()  # the group score's chance row
+    assert "interval over pairs" in (out / "pairs.md").read_text()  # the bootstrap unit of this probe
 
 
 def test_probe_pairs_on_a_dataset_without_pairs_is_one_line(tmp_path, capsys):

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from comco import GENERATOR, PLAN_VERSION, __version__
+from comco import GENERATOR, PAIRS_VERSION, PLAN_VERSION, __version__
 from comco.errors import UserError
 from comco.io import read_jsonl
 
@@ -31,9 +31,10 @@ def config_hash(config: dict, object_set_hash: str) -> str:
     Args:
         config: the plan configuration (PlanConfig.to_dict, plus render options).
         object_set_hash: the object set's hash (manifest and mesh files).
-    The planner's version (PLAN_VERSION) is part of it: another planner never resumes a dataset."""
-    blob = json.dumps({"config": config, "object_set_hash": object_set_hash, "plan_version": PLAN_VERSION},
-                      sort_keys=True)
+    The planner's version (PLAN_VERSION, and PAIRS_VERSION for pair datasets) is part of it:
+    another planner never resumes a dataset."""
+    versions = {"plan_version": PLAN_VERSION, **({"pairs_version": PAIRS_VERSION} if config.get("pairs") else {})}
+    blob = json.dumps({"config": config, "object_set_hash": object_set_hash, **versions}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
