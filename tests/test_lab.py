@@ -75,6 +75,8 @@ def test_smoke_runs_every_stage_and_writes_the_report(run_dir):
     # one paragraph per result written from the numbers, comparing intervals
     assert md.count("A line fitted through all") >= 6
     assert "Paired by seed against the base model" in md
+    # LABCLIP says whether binding is restored, against the published figure
+    assert ("Binding is restored" in md or "Binding is not restored" in md) and "LABCLIP reports 95 %" in md
     res = numbers(out)["object_sets"]["simco"]
     assert set(res) == {"gates", "dose_response", "finetune", "labclip"}
     # the first results table: every probed model's gates (the smoke gates are 0: all trained models pass)
