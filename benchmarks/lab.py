@@ -2,6 +2,7 @@
 
     python benchmarks/lab.py [--steps 60]
     python benchmarks/lab.py --gates --train TRAIN --test TEST [--steps 1500 --every 250 ...]
+    python benchmarks/lab.py --run OUT
 
 (1) Why the lab runs independent trainings side by side with one thread each: two
 `comco train scratch` runs of the same size, on a small rendered simco set, (a) one
@@ -18,6 +19,12 @@ the training seconds so far, samples per second and each gate figure; at the end
 seconds to pass every gate (training time only, evaluation excluded) and, from the
 measured seconds per step, the scratch-training share of the small scale's 30 minutes.
 For the whole lab's wall time per stage, see the "What was run" section of a report.
+
+(3) `--run OUT`: a finished `comco lab run` folder read back, per model kind (scratch at each
+p, each fine-tune variant, the LABCLIP colour bases, the LABCLIP maps): how many models
+passed their gates, the training seconds and samples per second of those that passed (the
+seconds a kind needs to pass: its whole training, since the lab trains a fixed budget), and
+the run's wall time against the scale's budget (30 min small, 2 h medium).
 """
 
 import argparse
@@ -138,6 +145,71 @@ def gates_benchmark(args) -> None:
           f"{trainings / 60:.1f} min of the 30 min budget for scratch training alone")
 
 
+BUDGET_MIN = {"small": 30, "medium": 120}
+
+
+def _median(values: list[float]) -> float | None:
+    import statistics
+
+    return statistics.median(values) if values else None
+
+
+def run_benchmark(out: Path) -> None:
+    """Per model kind of a finished lab run: passed / trained, seconds and samples/s."""
+    import re
+    import statistics
+
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    results = json.loads((out / "results.json").read_text())
+    scale = results["scale"]
+    first = next((r for r in runs if r.get("state") == "new"), runs[0])
+    colour_gate = load_recipe_gate(out, scale)
+    kinds: dict[str, list[dict]] = {}
+    for stage_json in sorted((out / "stages").glob("*/stage.json")):
+        stage = json.loads(stage_json.read_text())
+        sid = stage["id"]
+        if stage["kind"] not in ("scratch", "finetune", "labclip"):
+            continue
+        oset = next(iter(results["object_sets"]))
+        gates = results["object_sets"][oset]["gates"]["models"]
+        if stage["kind"] == "labclip":
+            kind, passed = "LABCLIP map (no gate)", True  # its base is gated; the map's binding is the result
+        elif sid.startswith(f"scratch-colors-{oset}"):
+            seed = sid.rsplit("-s", 1)[1]
+            probe = json.loads((out / "stages" / f"labclip-{oset}-s{seed}" / "stage.json").read_text())
+            before = probe["summary"]["binding_probe"]["before"]
+            kind = "LABCLIP colour base"
+            passed = all(before[role]["value"] >= colour_gate for role in ("image probe", "text probe"))
+        else:
+            m = re.match(rf"(scratch|finetune)-{oset}-(.+)-s\d+$", sid)
+            kind = f"scratch {m.group(2)}" if m.group(1) == "scratch" else f"fine-tune {m.group(2)}"
+            passed = gates.get(f"probe-{sid}", {}).get("passed", False)
+        metrics = stage_json.parent / "metrics.jsonl"
+        rates = [json.loads(line)["samples_per_s"] for line in metrics.read_text().splitlines()[3:]] \
+            if metrics.is_file() else []
+        kinds.setdefault(kind, []).append({"passed": passed, "seconds": stage["seconds"],
+                                           "samples_per_s": statistics.median(rates) if rates else None})
+    print(f"lab run {out} ({results['recipe']}, scale {scale})")
+    print(f"{'model kind':32s} {'passed':>8s} {'stage s (passed)':>18s} {'samples/s':>10s}")
+    for kind, rows in kinds.items():
+        ok = [r for r in rows if r["passed"]]
+        secs = _median([r["seconds"] for r in ok])
+        rate = _median([r["samples_per_s"] for r in ok if r["samples_per_s"] is not None])
+        print(f"{kind:32s} {len(ok):>4d} of {len(rows):<2d}"
+              f"{'-' if secs is None else f'{secs:.0f}':>17s} {'-' if rate is None else f'{rate:.0f}':>10s}")
+    wall = first["wall_seconds"]
+    budget = BUDGET_MIN.get(scale)
+    against = f" against {budget} min ({wall / 60 / budget:.2f} of it)" if budget else ""
+    print(f"wall time of the run that did the work: {wall / 60:.1f} min{against}; "
+          f"sum of stage seconds {sum(first['seconds'].values()) / 60:.1f} min")
+
+
+def load_recipe_gate(out: Path, scale: str) -> float:
+    from comco.lab.recipe import load_recipe
+
+    return load_recipe(out / "recipe.toml", scale).settings["gates"]["colour_probe"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=None, help="training steps (threads: 60; gates: 1500)")
@@ -162,8 +234,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", type=int, default=15, help="scratch trainings in the scale (p values x seeds)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--run", type=Path, help="a finished `comco lab run` folder: per model kind, read back")
     args = ap.parse_args()
-    if args.gates:
+    if args.run:
+        run_benchmark(args.run)
+    elif args.gates:
         if not (args.train and args.test):
             ap.error("--gates needs --train and --test dataset folders")
         args.steps = args.steps or 1500
