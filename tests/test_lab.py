@@ -151,17 +151,23 @@ def test_models_below_the_gates_count_nowhere(run_dir, tmp_path):
     out, _ = run_dir
     source = RECIPE.read_text(encoding="utf-8")
     strict = tmp_path / "order-bias.toml"
-    # swap matching at 100 %: no 4-step model (scratch or fine-tuned) reaches it
-    strict.write_text(source.replace("swap_largest = 0.0", "swap_largest = 1.0", 1))
-    assert strict.read_text() != source
+    # swap matching (the scratch models' gate) and Keep (the fine-tunes') at 100 %: no 4-step model reaches them
+    strict.write_text(source.replace("swap_largest = 0.0", "swap_largest = 1.0", 1)
+                      .replace("keep = 0.0", "keep = 1.0", 1))
+    assert "swap_largest = 1.0" in strict.read_text() and "keep = 1.0" in strict.read_text()
     try:
         again = lab(out, strict)
         assert again["ran"] == ["report"]
         md = (out / "report.md").read_text(encoding="utf-8")
         res = numbers(out)["object_sets"]["simco"]
         trained = [g for g in res["gates"]["models"].values() if g["trained"]]
-        assert trained and all(not g["passed"] and "swap largest" in g["failed"] for g in trained)
-        assert "**fail**: swap L" in md and "0 of 14 trained models pass" in md
+        assert trained and all(not g["passed"] for g in trained)
+        for sid, g in res["gates"]["models"].items():  # each kind fails on its own gate
+            if g["trained"]:
+                assert ("Keep" if sid.startswith("probe-finetune-") else "swap largest") in g["failed"], sid
+                if sid.startswith("probe-finetune-"):  # short-caption swaps are a fine-tune's result, not its gate
+                    assert "swap largest" not in g["failed"], sid
+        assert "**fail**: swap L" in md and "**fail**: Keep" in md and "0 of 14 trained models pass" in md
         assert "A line fitted through all" not in md
         assert md.count("cannot answer") >= 6
         assert "cannot answer what the DeBias analyses" in md  # the section says so instead of vanishing
