@@ -75,7 +75,7 @@ def test_the_labclip_base_learns_colours_from_images_the_map_never_sees():
     ("min_passing = 2", "min_passing = 4", "scratch.seeds"),  # 3 seeds cannot give 4 passing models per p
     ("keep = 0.4 ", "keep = 1.2 ", "gates.keep"),
     ("colour_probe = 0.5 ", "colour_probe = -1 ", "gates.colour_probe"),
-    ("images = 600\nseeds = [0, 1, 2]", "images = 600\nseeds = [0]", "labclip.seeds"),  # small's, the first
+    ("images = 4000\nseeds = [0, 1, 2]", "images = 4000\nseeds = [0]", "labclip.seeds"),  # small's, the first
 ])
 def test_a_gate_that_cannot_be_met_is_named(old, new, named):
     scale = "smoke" if "smoke" in named else "small"

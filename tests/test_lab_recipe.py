@@ -67,8 +67,8 @@ def test_scales_override_key_by_key():
     ("name = \"debias-no-pad\"\nkind = \"debias\"", "name = \"debias-no-pad\"\nkind = \"debiased\"",
      "finetune.variants[4].kind"),
     ("pad = false", "padding = false", "finetune.variants[4].padding"),
-    ("steps = 1250\nlr = 2e-3", "steps = 0\nlr = 2e-3", "scales.small.scratch.steps"),
-    ("steps = 1250\nlr = 2e-3", "steps = \"many\"\nlr = 2e-3", "scales.small.scratch.steps"),
+    ("steps = 1000\nlr = 2e-3", "steps = 0\nlr = 2e-3", "scales.small.scratch.steps"),
+    ("steps = 1000\nlr = 2e-3", "steps = \"many\"\nlr = 2e-3", "scales.small.scratch.steps"),
     ('object_sets = ["simco", "comco"]', 'object_sets = ["simco", "lego"]', "data.object_sets[1]"),
 ])
 def test_a_bad_key_stage_or_value_is_named(old, new, named):
@@ -122,7 +122,7 @@ def _downstream(stages, roots: set[str]) -> set[str]:
 
 def test_changing_one_training_setting_changes_only_training_and_what_follows():
     base = _hashes(text())
-    changed = _hashes(edit("steps = 1250\nlr = 2e-3", "steps = 1500\nlr = 3e-4"))
+    changed = _hashes(edit("steps = 1000\nlr = 2e-3", "steps = 1500\nlr = 3e-4"))
     stages = build_stages(parse_recipe(text(), "small"))
     scratch = {s.id for s in stages if s.kind == "scratch"}
     differ = {k for k in base if base[k] != changed[k]}
