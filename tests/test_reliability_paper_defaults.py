@@ -80,3 +80,33 @@ def test_checkpoints_from_before_the_adam_fields_still_resume_where_nothing_chan
     saved, old_hash = before(debias)
     assert {"adam_betas", "adam_eps"} <= set(differing_fields(saved, debias.to_dict()))
     assert debias.identity_hash() != old_hash
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("kind", ["debias", "labclip"])  # AdamW with decoupled decay; LABCLIP's plain Adam
+def test_the_fused_optimiser_takes_the_per_tensor_step(kind):
+    """comco fuses Adam(W) on CPUs; a few steps must land where the per-tensor loop lands."""
+    import torch
+
+    from comco.train.loop import make_optimizer
+
+    cfg = make_config(kind, data="d", out="o", weight_decay=0.1)
+    torch.manual_seed(0)
+    start = [torch.randn(50, 8), torch.randn(8)]
+    fused = [torch.nn.Parameter(t.clone()) for t in start]
+    loop = [torch.nn.Parameter(t.clone()) for t in start]
+    opt_fused = make_optimizer([{"params": fused, "weight_decay": 0.1}], cfg)
+    assert opt_fused.defaults["fused"] is True
+    opt_loop = type(opt_fused)([{"params": loop, "weight_decay": 0.1}], lr=cfg.lr, betas=tuple(cfg.adam_betas),
+                               eps=cfg.adam_eps, fused=False)
+    for _ in range(3):
+        grads = [torch.randn_like(t) for t in start]
+        for params, opt in ((fused, opt_fused), (loop, opt_loop)):
+            for p, g in zip(params, grads):
+                p.grad = g.clone()
+            opt.step()
+    moved = False
+    for a, b, s in zip(fused, loop, start):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+        moved |= not torch.equal(a.detach(), s)
+    assert moved

@@ -55,7 +55,7 @@ def make_optimizer(groups: list[dict], cfg: TrainConfig) -> torch.optim.Optimize
 def _can_fuse(groups: list[dict]) -> bool:
     """torch's fused Adam(W): the same update in one kernel per step. On CPUs the per-tensor
     loop spends a fifth of a scratch step on the 49408-row token table (benchmarks/train.py
-    --optimizer measures it); fused needs floating parameters on one CPU or CUDA device."""
+    prints both); fused needs floating parameters on one CPU or CUDA device."""
     params = [p for g in groups for p in g["params"]]
     devices = {p.device.type for p in params}
     return (bool(params) and len(devices) == 1 and devices <= {"cpu", "cuda"}
