@@ -118,7 +118,7 @@ class Schedule:
             raise RuntimeError(f"render: an answer for {sent['key']}, which is not in flight")
         group.out.remove(pos)
         self._judge(group, pos, msg)
-        if group.out or (group.unsent and not group.replan):
+        if group.out or group.unsent:  # more to come (a group to plan again has nothing left to send)
             return []
         if group.replan:
             self._plan_again(group)

@@ -23,6 +23,7 @@ from comco.data.folder import (
     SCENES,
     SINGLES,
     check_writable,
+    failure_counts,
     metadata_rows,
     prepare_out,
     read_info,
@@ -217,8 +218,8 @@ def finalize(out: Path, info: dict, planner: Planner, coco: bool = False) -> dic
         write_json(out / COCO, coco_annotations(out, scenes, planner.set.names))
     info = dict(info)
     info["rendered"] = True
-    info["counts"] = {**info["counts"], "rendered": len(scenes), "singles": len(singles), "failed": len(failures),
-                      "retried": sum(1 for r in scenes if r.get("retry"))}
+    info["counts"] = {**info["counts"], "rendered": len(scenes), "singles": len(singles),
+                      **failure_counts(failures), "retried": sum(1 for r in scenes if r.get("retry"))}
     write_json(out / INFO, info)
     return {"rendered_total": len(scenes), "singles": len(singles), "failures": failures, "transient": transient,
             "retried": info["counts"]["retried"],  # what the CLI reports: dataset.json's count

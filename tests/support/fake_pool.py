@@ -49,6 +49,7 @@ class FakePool:
         self.workers = [{"job": None, "id": k} for k in range(n)]
         self.sent: list[str] = []  # job keys in send order (with their attempt: KEY@RETRY)
         self.answered: list[tuple[str, str]] = []
+        self.log: list[tuple[str, str]] = []  # ("send" | "answer", KEY@RETRY) in the order they happened
         self.clock = 0
         FakePool.made.append(self)
 
@@ -63,6 +64,7 @@ class FakePool:
         self.clock += 1
         w["job"], w["at"] = job, self.clock
         self.sent.append(f"{job['key']}@{job['record'].get('retry', 0)}")
+        self.log.append(("send", self.sent[-1]))
 
     def events(self, timeout: float = 1.0) -> list[tuple[dict, dict]]:
         flying = sorted((w for w in self.workers if w["job"] is not None), key=lambda w: w["at"])
@@ -71,6 +73,7 @@ class FakePool:
         w, answer = type(self).script(self, flying)
         job, w["job"] = w["job"], None
         self.answered.append((f"{job['key']}@{job['record'].get('retry', 0)}", answer))
+        self.log.append(("answer", self.answered[-1][0]))
         if answer in ("crashed", "hung"):  # the pool replaces the worker: a fresh one, idle
             why = "crashed" if answer == "crashed" else f"gave no answer in {timeout:g} s"
             return [(job, {"kind": "crashed", "why": why})]
