@@ -6,7 +6,9 @@ arrive, images are written atomically by the workers, so an interrupted run
 resumes (`--resume`) where it stopped; at the end the journal becomes the
 dataset's `scenes.jsonl` in index order. One run holds a folder at a time
 (OUT/.lock); a worker that crashes or goes silent past `--image-timeout` is
-replaced and its image retried.
+replaced and its image retried. The loop's unit is the render group (comco/render/groups.py):
+it sends a group's images, hands each answer to the group, and journals a group whole once it
+is settled; it ends only when no group is owed.
 """
 
 from __future__ import annotations
