@@ -153,8 +153,9 @@ def render(
     per = s["seconds"] / max(1, s["rendered"])
     crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""
     crashes += f", {s['hung']} hung workers replaced" if s["hung"] else ""
+    checked = f" ({s['retried_after_checks']} after failing a render check)" if s["retried_after_checks"] else ""
     say(quiet, f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
-                f"{s['retries']} re-planned{crashes}, {per:.2f} s per image -> {out}")
+                f"{s['retried']} re-planned{checked}{crashes}, {per:.2f} s per image -> {out}")
     if s["failures"]:
         again = f" ({s['transient']} lost to crashed workers: --resume tries them again)" if s["transient"] else ""
         typer.echo(f"{len(s['failures'])} scenes failed their checks; reasons in {out / 'failures.jsonl'}{again}",

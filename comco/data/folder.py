@@ -185,6 +185,13 @@ def expected_ids(root: Path, info: dict) -> list[str] | None:
     return ids
 
 
+def failure_counts(failures: list[dict]) -> dict:
+    """dataset.json's failure counts: `failed` counts scene images (with `rendered`, every planned
+    image of the slice), `singles_failed` the single-object renders."""
+    singles = sum(1 for f in failures if str(f.get("key", "")).startswith("single:"))
+    return {"failed": len(failures) - singles, "singles_failed": singles}
+
+
 def pair_factors(info: dict) -> tuple[str, ...]:
     """The --pairs factors a dataset was planned with (empty for an ordinary dataset)."""
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
