@@ -48,6 +48,7 @@ app.add_typer(dataset_app, name="dataset")
 
 def _register_parts() -> None:
     """The probe, export, train and eval verbs live beside their code's owners (typer only, nothing heavy)."""
+    from comco.cli.captions import app as captions_app
     from comco.cli.eval import app as eval_app
     from comco.cli.export import export
     from comco.cli.lab import app as lab_app
@@ -59,6 +60,7 @@ def _register_parts() -> None:
     app.add_typer(train_app, name="train")
     app.add_typer(eval_app, name="eval")
     app.add_typer(lab_app, name="lab")
+    app.add_typer(captions_app, name="captions")
 
 
 _register_parts()

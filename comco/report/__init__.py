@@ -8,4 +8,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "pyplot": "plots", "save": "plots", "error_bars": "plots", "interval_bars": "plots",
     "published_rows": "published", "published_model": "published",
     "published_biases": "published", "published_retrieval": "published", "published_analysis": "published",
+    "published_caption_bias": "published",
 })
