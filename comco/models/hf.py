@@ -6,6 +6,7 @@ called as CLIP is (get_text_features(input_ids=...), get_image_features(pixel_va
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -67,6 +68,21 @@ def _weights_error():
     return (OSError, ValueError, TypeError, RuntimeError, EOFError, pickle.UnpicklingError, SafetensorError)
 
 
+@contextmanager
+def _no_progress_bars():
+    """transformers draws a "Loading weights" bar of its own on stderr; comco shows one progress
+    display, and a refused folder says one line."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
 def _read_weights(path: Path, cls, remote: dict):
     """cls.from_pretrained on the folder; damaged weights end in one line. torch unpickles with
     weights_only, so a pickled payload is refused, never run; the warnings a failed read
@@ -74,7 +90,7 @@ def _read_weights(path: Path, cls, remote: dict):
     import pickle
     import warnings
 
-    with warnings.catch_warnings(record=True) as said:
+    with warnings.catch_warnings(record=True) as said, _no_progress_bars():
         warnings.simplefilter("always")
         try:
             model = cls.from_pretrained(str(path), local_files_only=True, **remote)
