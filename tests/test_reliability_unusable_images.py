@@ -139,3 +139,20 @@ def test_train_spot_checks_a_list_of_images(probe_dataset, tmp_path, capsys, mon
                     capsys, monkeypatch)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "a.png cannot be decoded" in err, err[-2000:]
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize("how", ["cut", "not a PNG", "missing"])
+def test_the_training_image_loaders_name_an_image_past_the_spot_check(probe_dataset, tmp_path, how):
+    """A list of a million images is spot-checked only; the loaders name a bad one when they reach it."""
+    import torch
+
+    from comco.errors import UserError
+    from comco.train.images import CachedImages, FileImages
+
+    ds, record = _damaged(probe_dataset, tmp_path, how)
+    paths = [ds / r["image"] for r in read_jsonl(ds / "scenes.jsonl")]
+    with pytest.raises(UserError, match=f"image {ds / record['image']} cannot be decoded"):
+        FileImages(paths, lambda im: torch.zeros(3))(list(range(len(paths))))
+    if how != "missing":  # the cache keys on every file's size first, which names a missing one itself
+        with pytest.raises(UserError, match=f"image {ds / record['image']} cannot be decoded"):
+            CachedImages.build(paths, 32, tmp_path / "cache")
