@@ -11,6 +11,7 @@ import json
 import os
 import pickle
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -115,9 +116,9 @@ def hf_text_ckpt(tmp_path_factory):
     skipped the meta-device check."""
     root = tmp_path_factory.mktemp("hftext")
     bert = root / "bert"
-    bert.mkdir()
+    vocab, _ = save_tokenizer(bert, 16)
     (bert / "config.json").write_text(json.dumps({
-        "model_type": "bert", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 1,
+        "model_type": "bert", "vocab_size": vocab, "hidden_size": 32, "num_hidden_layers": 1,
         "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 16}))
     cfg = copy.deepcopy(CFG)
     cfg["text_cfg"] = {"hf_model_name": str(bert), "hf_tokenizer_name": str(bert), "hf_proj_type": "linear",
@@ -136,7 +137,7 @@ HF_TEXT_EDITS = {
         "does not match its tensors"),
     "vision width past the bound": (lambda c: _cfg(c)["vision_cfg"].update(width=2**20), "width"),
     "a stride-0 text tensor": (
-        lambda c: c["state_dict"].update({k: torch.zeros(1, 32).expand(50, 32) for k in c["state_dict"]
+        lambda c: c["state_dict"].update({k: v[:1].clone().expand_as(v) for k, v in c["state_dict"].items()
                                           if k.endswith("word_embeddings.weight")}),
         "expanded or overlapping"),
 }
@@ -148,6 +149,19 @@ def test_a_checkpoint_with_an_hf_text_tower_is_checked_too(hf_text_ckpt, tmp_pat
     edit, words = HF_TEXT_EDITS[case]
     with pytest.raises(UserError, match=words):
         load_model(f"ckpt:{_edited(hf_text_ckpt, tmp_path, edit)}")
+
+
+def test_a_checkpoint_with_an_hf_text_tower_loads_and_refuses_a_stand_in_tokenizer(hf_text_ckpt, tmp_path):
+    loaded = load_model(f"ckpt:{hf_text_ckpt}")
+    f = loaded.encode_text(loaded.tokenize(["a red cube", "a blue cone"]))
+    assert f.shape == (2, 32) and not torch.allclose(f[0], f[1])
+    bare = tmp_path / "bert-without-tokenizer"
+    bare.mkdir()
+    shutil.copy(Path(_cfg(torch.load(hf_text_ckpt, weights_only=True))["text_cfg"]["hf_model_name"]) / "config.json",
+                bare)
+    edited = _edited(hf_text_ckpt, tmp_path, lambda c: _cfg(c)["text_cfg"].update(hf_tokenizer_name=str(bare)))
+    with pytest.raises(UserError, match="stand-in"):
+        load_model(f"ckpt:{edited}")
 
 
 # -- longclip: (item 11) tensors of the wrong rank, an empty patch

@@ -223,7 +223,7 @@ def load_ckpt(path: Path, device: str) -> LoadedModel:
                                            std=pre.get("std", OPENAI_STD))
     hf_tok = cfg.get("text_cfg", {}).get("hf_tokenizer_name")
     if hf_tok:
-        tokenizer = open_clip.HFTokenizer(hf_tok, context_length=model.context_length)
+        tokenizer = _hf_tokenizer(path, hf_tok, model.context_length)
     else:
         tokenizer = open_clip.SimpleTokenizer(context_length=model.context_length)
     text_map = ckpt.get("text_map")
@@ -234,6 +234,22 @@ def load_ckpt(path: Path, device: str) -> LoadedModel:
     loaded.model_spec = ckpt["model_spec"]
     loaded.stretched_keep = keep
     return loaded
+
+
+def _hf_tokenizer(path: Path, name: str, context_length: int):
+    """open_clip's wrapper of the Hugging Face tokenizer an hf text tower names, refused when it
+    is not on disk or is transformers' stand-in (comco.models.hf.check_tokenizer)."""
+    from open_clip.tokenizer import HFTokenizer
+
+    from comco.models.hf import check_tokenizer
+
+    try:
+        tokenizer = HFTokenizer(name, context_length=context_length)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: its text tower's tokenizer {name} is not on disk ({exc.__class__.__name__}); "
+                        "copy it into the HF cache") from None
+    check_tokenizer(Path(name), tokenizer.tokenizer, context_length)
+    return tokenizer
 
 
 def _stretched_keep(path: Path, ckpt: dict, context_length: int) -> int:

@@ -128,7 +128,7 @@ def load_hf(path: Path, device: str, trust_remote_code: bool = False) -> LoadedM
         raise UserError(f"{path} has no tokenizer files; save the tokenizer there too "
                         "(tokenizer.save_pretrained(DIR))") from None
     context_length = _context_length(model.config, tok)
-    _check_tokenizer(path, tok, context_length)
+    check_tokenizer(path, tok, context_length)
     identity = f"hf/{model_type}/{folder_digest(path)}"
 
     def tokenize(texts):
@@ -159,11 +159,10 @@ MIN_TOKENS = 32  # the smallest real tokenizer has a byte alphabet; transformers
 PROBE_TEXTS = ("a red cube and a blue cone", "two green spheres on a grey floor")
 
 
-def _check_tokenizer(path: Path, tok, context_length: int) -> None:
+def check_tokenizer(path: Path, tok, context_length: int) -> None:
     """Refuse a stand-in tokenizer: transformers builds one of two tokens from the config alone
     when the folder has no tokenizer files, and then every caption embeds the same."""
-    ids = [tok(t, padding="max_length", truncation=True, max_length=context_length)["input_ids"]
-           for t in PROBE_TEXTS]
+    ids = [tok(t, truncation=True, max_length=context_length)["input_ids"] for t in PROBE_TEXTS]
     if len(tok) < MIN_TOKENS or ids[0] == ids[1]:
         why = f"{len(tok)} tokens" if len(tok) < MIN_TOKENS else "two different captions get the same ids"
         raise UserError(f"{path}: its tokenizer is a stand-in that cannot tell captions apart ({why}; no "
@@ -195,7 +194,12 @@ def _naflex(path: Path, model) -> tuple[Callable, Callable]:
 
     vision = model.config.vision_config
     if (path / "preprocessor_config.json").is_file():
-        processor = transformers.Siglip2ImageProcessor.from_pretrained(str(path), local_files_only=True)
+        _json_table(path / "preprocessor_config.json", "image preprocessing")
+        try:
+            processor = transformers.Siglip2ImageProcessor.from_pretrained(str(path), local_files_only=True)
+        except (OSError, ValueError, TypeError) as exc:
+            raise UserError(f"{path / 'preprocessor_config.json'} does not describe a SigLIP 2 image processor "
+                            f"({exc.__class__.__name__}); save it again with save_pretrained(DIR)") from None
     else:
         processor = transformers.Siglip2ImageProcessor(patch_size=vision.patch_size, max_num_patches=vision.num_patches)
 
