@@ -14,7 +14,7 @@ from pathlib import Path
 from comco.report.plots import interval_bars, pyplot, save
 from comco.report.published import published_rows
 from comco.report.tables import csv_text as table_csv
-from comco.report.tables import markdown_table
+from comco.report.tables import markdown_table, md_line, md_text
 
 TITLES = {
     "tor": "TOR: text-based object retrieval, by mention position",
@@ -101,16 +101,16 @@ def cells_note(probe: str) -> str:
 
 
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:
-    lines = [f"# {TITLES.get(probe, probe)}", "",
-             f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
-             f"seed {results['seed']}. {cells_note(probe)}", ""]
+    lines = [f"# {md_line(TITLES.get(probe, probe))}", "",
+             md_text(f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
+                     f"seed {results['seed']}. {cells_note(probe)}"), ""]
     if probe in PROBE_NOTES:
         lines += [PROBE_NOTES[probe], ""]
     for t in tabs:
         header, rows, notes = table_block(probe, t)
-        lines += [f"## {t['group']} - {t['metric']}", "", markdown_table(header, rows)]
+        lines += [f"## {md_line(t['group'])} - {md_line(t['metric'])}", "", markdown_table(header, rows)]
         if notes:
-            lines += ["", notes]
+            lines += ["", md_text(notes)]
         lines.append("")
     return "\n".join(lines)
 

@@ -160,6 +160,8 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
     probes, skipped = select_probes(data, opts) if data is not None else (["tor"], {})
     if not probes:
         raise UserError(f"no probe can run on {dataset}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    if data is not None and IMAGE_PROBES & set(probes):  # before any model loads, as `comco validate` checks
+        data.require_usable_images(singles="ior" in probes)
     templates = opts.templates or (default_templates(data) if data is not None else [])
     results = {
         "generator": GENERATOR, "seed": opts.seed, "n_boot": opts.n_boot,

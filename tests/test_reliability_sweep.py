@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from support.hostile import BUILT
 
 from comco.cli.app import main
 
@@ -148,6 +149,26 @@ CASES = {
     "lab run --jobs 0": ["lab", "run", "order-bias", "--out", "{out}", "--jobs", "0"],
     "lab run --resume --overwrite": ["lab", "run", "order-bias", "--out", "{out}", "--resume", "--overwrite"],
 }
+# Issue 25 items 5, 7, 10, 11, 12: damaged model files, unusable images, Latin-1 captions, a junk mesh
+# (the files are built by support.hostile, a few kB each)
+ON_TEXT = ["probe", "--text-only", "--object-set", "simco", "--out", "{out}", "-m"]
+CASES.update({
+    "probe a ckpt with a stride-0 tensor of 2e9 rows": [*ON_TEXT, "{ckpt-stride0}"],
+    "probe a ckpt of kind evil": [*ON_TEXT, "{ckpt-kind-evil}"],
+    "probe a ckpt whose version is a string": [*ON_TEXT, "{ckpt-version-string}"],
+    "probe a ckpt whose text_map is a list": [*ON_TEXT, "{ckpt-text-map-list}"],
+    "probe a ckpt with keep abc": [*ON_TEXT, "{ckpt-keep-abc}"],
+    "probe a longclip file of 0-d tensors": [*ON_TEXT, "{longclip-0d}"],
+    "probe an hf folder with an empty config.json": [*ON_TEXT, "{hf-empty-config}"],
+    "probe an hf folder with pickled weights": [*ON_TEXT, "{hf-pickled-weights}"],
+    "probe an hf folder without tokenizer files": [*ON_TEXT, "{hf-no-tokenizer}"],
+    "probe an hf folder with preprocessor size -5": [*ON_TEXT, "{hf-size-5}"],
+    "probe a dataset with a cut image": ["probe", "{ds-cut-image}", *MODEL, "--probes", "matching", "--out", "{out}"],
+    "train on a dataset with a missing image": ["train", "scratch", "--data", "{ds-missing-image}", "--out", "{out}"],
+    "eval urban1k with Latin-1 captions": ["eval", "retrieval", "--benchmark", "urban1k", "--root",
+                                           "{urban1k-latin1}", *EVAL_MODEL, "--out", "{out}"],
+    "objects validate a random-bytes .obj": ["objects", "validate", "{random-obj-set}"],
+})
 if not torch_cuda:  # a machine with a GPU would accept these
     CASES["probe --device cuda"] = ["probe", *TEXT_ONLY, "--device", "cuda"]
     CASES["train --device cuda"] = [*SCRATCH, "--device", "cuda"]
@@ -167,6 +188,9 @@ def _args(case: str, tmp_path) -> tuple[list[str], object]:
     for a in CASES[case]:
         for k, v in sub.items():
             a = a.replace(k, v)
+        for k, build in BUILT.items():  # damaged files, written only for the case that names them
+            if k in a:
+                a = a.replace(k, build(tmp_path))
         args.append(a)
     return args, out
 

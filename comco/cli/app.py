@@ -198,7 +198,8 @@ def _bpy_module(module: str, *args: str) -> str:
 
     if importlib.util.find_spec("bpy") is None:
         raise UserError("bpy is not installed: pip install 'bpy==5.0.*' (Python 3.11) to render objects")
-    r = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True)
+    # Blender echoes what it cannot parse (a random-bytes .obj) raw: decode it without failing
+    r = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, errors="replace")
     tail = r.stderr.strip().splitlines()
     if r.returncode == UserError.exit_code and tail and tail[-1].startswith("comco: error: "):
         raise UserError(tail[-1].removeprefix("comco: error: "))  # the module's one line, passed on

@@ -47,6 +47,33 @@ def image_problem(path: Path, size=None) -> str | None:
     return None
 
 
+IMAGES_NAMED = 3  # unusable images named one by one in the one-line error
+
+
+def require_usable_images(root: Path, records: list[dict], what: str = "record", threads: int = 4) -> None:
+    """UserError naming the records whose image `comco validate` would refuse (image_problem:
+    missing, cut, scrambled, not an image, another size than the record says), checked before
+    a command loads a model or writes anything. Threads: PIL decodes without the GIL.
+
+    Args:
+        root: the dataset folder (records' "image" paths are relative to it).
+        records: scene records or singles, each with "image" and (optionally) "resolution".
+        what: how the message names one of them ("record", "single")."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def problem(r: dict) -> str | None:
+        why = image_problem(root / r["image"], r.get("resolution"))
+        return f"{what} {r.get('id', '?')}: image {r['image']} {why}" if why else None
+
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        bad = [line for line in pool.map(problem, records) if line]
+    if bad:
+        more = f"; and {len(bad) - IMAGES_NAMED} more" if len(bad) > IMAGES_NAMED else ""
+        raise UserError(f"{len(bad)} of {len(records)} images in {root} cannot be used ("
+                        f"{'; '.join(bad[:IMAGES_NAMED])}{more}); render them again with `comco render` "
+                        f"(`comco validate {root}` lists every problem)")
+
+
 def check_record(r, names: set[str] | None, set_hash: str | None, rendered: bool, root: Path) -> list[str]:
     """The record's own checks (comco.record.check_record) and its files: the image path stays
     inside images/, and once rendered the image decodes at the record's resolution."""
