@@ -26,10 +26,15 @@ TITLES = {
     "ioc": "IOC: linear probe of the object in each slot (image embeddings)",
     "binding": "Colour binding: uni-modal linear probes and cross-modal swap test",
     "attention": "Last-layer CLS attention inside each object's box, by measured size rank",
-    "pairs": "Counterfactual pairs: Winoground text, image and group scores per factor",
+    "pairs": "Counterfactual pairs: Winoground text, image and group scores (and TTM's matching) per factor",
+    "size-class": "Size classes in text: TOR by mention position, captions opening with a large or a small object",
 }
 # What a probe's cells mean where cells_note() does not say it.
 PROBE_NOTES = {
+    "size-class": "Text only. Size classes from the manifest's real-world sizes (small: under a school bag, 0.5 m; "
+                  "large: over a car, 4.6 m). paper: the opening object, then medium ones (as ComCO describes it); "
+                  "script: the opening object, medium ones, and one of the other class last (as ComCO's script "
+                  "builds it). ComCO's claim 1: the 1st column is higher for large-first than for small-first.",
     "pairs": "Each pair is a base image and its variant with one factor changed, captioned by the template that "
              "names the factor (swap-size: sizes, swap-slots: relations, swap-colors: attributes, remove / add: and, "
              "count: counts). Text score: each image prefers its own caption; image score: each caption prefers "
