@@ -166,7 +166,9 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
 
             obj_set = load_object_set(object_set)
         data, info = None, {"object_set": obj_set.name, "object_set_hash": obj_set.hash}
+    _refuse_images_of_text_models(models, opts.probes or [])  # what was asked, before the data's own checks
     probes, skipped = select_probes(data, opts)  # --text-only (the one way to come without data) checks first
+    _refuse_images_of_text_models(models, probes)
     if "size-class" in probes and data is None:
         from comco.probes.size_class import missing_classes
 
@@ -204,6 +206,12 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
                                   "context_length": loaded.context_length, "seconds": time.perf_counter() - t0,
                                   "cache": dict(emb.stats)})
     return results
+
+
+def _refuse_images_of_text_models(models: list, probes: list[str]) -> None:
+    if (imaged := [p for p in probes if p in IMAGE_PROBES]) and (text_only := [m.name for m in models if m.text_only]):
+        raise UserError(f"{text_only[0]} embeds text only and cannot run {', '.join(imaged)}; pass --probes "
+                        f"tor,size-class (with a dataset) or --text-only")
 
 
 def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[str, list]:
