@@ -66,8 +66,12 @@ def probe(
     from comco.models import pair_models
 
     refs = pair_models(model, pretrained, trust_remote_code)
-    if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
-        raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
+    from comco.probes import MAX_BOOTSTRAP
+
+    if not 0 <= bootstrap <= MAX_BOOTSTRAP:
+        raise UserError(f"--bootstrap {bootstrap}: give 0 (no intervals) to {MAX_BOOTSTRAP:,} resamples")
+    if not 0 < test_fraction < 1 or batch_size < 1:
+        raise UserError("--test-fraction must be in (0, 1) and --batch-size >= 1")
     if limit is not None and limit < 1:
         raise UserError(f"--limit {limit}: probe at least 1 scene (leave --limit out for all)")
     if tuples < 1 or (max_distractors is not None and max_distractors < 0):

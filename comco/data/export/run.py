@@ -15,7 +15,7 @@ from pathlib import Path
 
 from comco import __version__
 from comco.data.export.samples import CAPTION_MODES, choose_template, samples
-from comco.data.export.staging import Staging, check_replaceable, write_error
+from comco.data.export.staging import Staging, check_replaceable, sweep, write_error
 from comco.data.folder import INFO, SCENES, Dataset, image_file
 from comco.data.validate import validate_dataset
 from comco.errors import UserError
@@ -164,6 +164,7 @@ def export_dataset(root: str | Path, to: str, out: str | Path, *, template: str 
                         f"plan the dataset with caption templates or export it --to hf")
     opts = replace(opts, template=chosen)
     out = Path(out)
+    sweep(out)  # what killed exports into --out left
     check_out(out, dataset.root, overwrite)
     check_dataset(dataset)
     module = importlib.import_module(f"comco.data.export.{fmt.module}")

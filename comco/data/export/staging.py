@@ -45,7 +45,6 @@ class Staging:
 
     def __init__(self, out: Path):
         self.out = out
-        sweep(out)
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             self.work = Path(tempfile.mkdtemp(prefix=_prefix(out), dir=out.parent))
@@ -83,7 +82,9 @@ class Staging:
 
 
 def sweep(out: Path) -> None:
-    """Remove the work folders of exports into `out` whose process has died (their lock is free)."""
+    """Remove the work folders of exports into `out` whose process has died (their lock is free).
+    Called before --out is looked at: a kill between the two renames of `publish` left --out gone
+    and its old content in `old/`, which goes back first."""
     if not out.parent.is_dir():
         return
     for work in out.parent.glob(_prefix(out) + "*"):
@@ -95,8 +96,12 @@ def sweep(out: Path) -> None:
                 if (work / OLD).is_dir() and not out.exists():
                     os.replace(work / OLD, out)  # killed between the two renames: the old export back
                 shutil.rmtree(work, ignore_errors=True)
-        except FileNotFoundError:
-            if time.time() - work.stat().st_mtime > UNLOCKED_GRACE_S:
+        except FileNotFoundError:  # no lock yet (another export starting), or gone meanwhile
+            try:
+                stale = time.time() - work.stat().st_mtime > UNLOCKED_GRACE_S
+            except OSError:
+                continue
+            if stale:
                 shutil.rmtree(work, ignore_errors=True)
         except OSError:
             continue  # locked by a running export, or not ours to remove
