@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -136,7 +137,7 @@ def test_ids_comco_does_not_write_are_refused(dataset, tmp_path, capsys, fmt, ba
     edit(ds, change)
     out = tmp_path / "work" / "out"
     line = one_line(*comco(capsys, "export", ds, "--to", fmt, "--out", out)[::2])
-    assert f"record id {json.dumps(bad)}" in line, line
+    assert ("record 2 has no id" if bad is None else f"record 2: record id {json.dumps(bad)}") in line, line
     assert not out.exists() and not leftovers(tmp_path / "work")
     written = {p.name for p in tmp_path.rglob("*")} - {p.name for p in dataset.rglob("*")}
     assert written <= {"work", "ds", "outside"}, written  # no escaped.png, 7.png, None.png anywhere
@@ -227,10 +228,17 @@ def test_export_takes_only_what_validate_accepts(dataset, pairs, tmp_path, capsy
 
 # -- 25.12: a full disk, a read-only --out ----------------------------------------------------------
 
-def _mount(at: Path, *options: str) -> bool:
+@contextmanager
+def tmpfs(at: Path, *options: str):
+    """A small (or read-only) tmpfs mounted at `at` for the block; the test is skipped where mounting fails."""
     at.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(at)], capture_output=True)
-    return r.returncode == 0
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs ({','.join(options)}) here")
+    try:
+        yield at
+    finally:
+        subprocess.run(["umount", "-l", str(at)])
 
 
 def _noisy(root: Path) -> Path:
@@ -246,10 +254,7 @@ def _noisy(root: Path) -> Path:
 def test_export_onto_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, capsys, fmt):
     ds = _noisy(mark_rendered(make_dataset(tmp_path / "ds", n=8, resolution=48, singles=False)))
     assert sum(p.stat().st_size for p in (ds / "images").iterdir()) > 48 * 1024
-    disk = tmp_path / "small"
-    if not _mount(disk, "size=32k"):
-        pytest.skip("cannot mount a small tmpfs here")
-    try:
+    with tmpfs(tmp_path / "small", "size=32k") as disk:
         out = disk / "out"
         out.mkdir()
         (out / "mine.txt").write_text("an older export")
@@ -257,33 +262,22 @@ def test_export_onto_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, capsys
         assert "disk is full" in line and str(out) in line, line
         assert sorted(p.name for p in disk.iterdir()) == ["out"]  # no work folder left
         assert digest(out) == {"mine.txt": hashlib.sha256(b"an older export").hexdigest()}
-    finally:
-        subprocess.run(["umount", "-l", str(disk)])
 
 
 def test_export_onto_a_read_only_out_is_one_line(dataset, tmp_path, capsys):
-    ro = tmp_path / "ro"
-    if not _mount(ro, "ro", "size=64k"):
-        pytest.skip("cannot mount a read-only tmpfs here")
-    try:
+    with tmpfs(tmp_path / "ro", "ro", "size=64k") as ro:
         for out, extra in ((ro, []), (ro, ["--overwrite"]), (ro / "sub", [])):
             line = one_line(*comco(capsys, "export", dataset, "--to", "clip-benchmark", "--out", out, *extra)[::2])
             assert "not writable" in line or "cannot write" in line, line
             assert not leftovers(tmp_path) and not any(ro.iterdir())
-    finally:
-        subprocess.run(["umount", "-l", str(ro)])
 
 
 def test_pairs_sheet_onto_a_read_only_folder_is_one_line(pairs, tmp_path, capsys):
-    ro = tmp_path / "ro"
-    if not _mount(ro, "ro", "size=64k"):
-        pytest.skip("cannot mount a read-only tmpfs here")
-    try:
-        line = one_line(*comco(capsys, "dataset", "pairs-sheet", pairs, "--out", ro / "sheet.png")[::2])
-        assert "not writable" in line, line
-        assert not any(ro.iterdir())
-    finally:
-        subprocess.run(["umount", "-l", str(ro)])
+    with tmpfs(tmp_path / "ro", "ro", "size=64k") as ro:
+        for out in (ro / "sheet.png", ro / "deeper" / "sheet.png"):
+            line = one_line(*comco(capsys, "dataset", "pairs-sheet", pairs, "--out", out)[::2])
+            assert "not writable" in line, line
+            assert not any(ro.iterdir())
 
 
 # -- 25.14: a killed export's work folder; the pair sheet's --out ---------------------------------

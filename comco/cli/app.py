@@ -316,7 +316,6 @@ def dataset_pairs_sheet(
     with its factor and the captions the pair probe compares."""
     from comco.data import pair_sheet
 
-    _image_out(out)
     s = pair_sheet(dataset, out, limit=limit, factors=factors, tile=tile, resample=resample)
     say(quiet, f"{s['rows']} pair groups x {s['columns']} images ({s['size'][0]} x {s['size'][1]} px) -> {out}")
 

@@ -75,10 +75,10 @@ def check_sheet_out(out: Path) -> None:
     if out.exists() and (png_text(out) or {}).get(SOFTWARE_KEY) != SOFTWARE:
         raise UserError(f"--out {out} exists and is not a pair sheet comco wrote; choose another file name "
                         f"(only an earlier sheet is replaced)")
-    folder = out.parent if str(out.parent) else Path(".")
-    if folder.is_dir() and not os.access(folder, os.W_OK):
-        raise UserError(f"--out {out}: the folder {folder} is not writable (read-only); choose another place "
-                        f"for the sheet")
+    folder = next((p for p in out.absolute().parents if p.exists()), None)  # the sheet's, or where it is made
+    if folder is not None and (not folder.is_dir() or not os.access(folder, os.W_OK)):
+        why = "is a file" if not folder.is_dir() else "is not writable (read-only)"
+        raise UserError(f"--out {out}: {folder} {why}; choose another place for the sheet")
 
 
 def _open(path: Path, root: Path) -> Image.Image:

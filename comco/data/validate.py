@@ -115,7 +115,8 @@ def validate_dataset(root: str | Path, *, images: bool | None = None) -> list[st
             try:
                 rid = record_key(r)
             except UserError as exc:
-                problems.append(f"{SCENES}: record {count}: {exc}")
+                problems.append(f"{SCENES}: record {count} has no id" if r.get("id") is None
+                                else f"{SCENES}: record {count}: {exc}")
                 rid = None
             else:
                 if rid in ids:
