@@ -31,7 +31,7 @@ def probe(
     templates: Annotated[Optional[str], typer.Option("--templates", help="Caption templates for TOR/TOC (default: all colour-free ones in the data).")] = None,
     tor_gallery: Annotated[str, typer.Option("--tor-gallery", help="TOR gallery: names (bare object names, ComCO's protocol) or template (each name in the query's template).")] = "names",
     text_template: Annotated[str, typer.Option("--text-template", help="Template of the captions probes write (I2TOR, matching, text-only).")] = "photo",
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % intervals.")] = 1000,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % intervals (0 to 100,000).")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed for sampling, splits and the bootstrap.")] = 0,
     batch_size: BatchSize = 64,
     device: Annotated[str, typer.Option("--device", help="cpu or cuda (autocast fp16 on cuda).")] = "cpu",
