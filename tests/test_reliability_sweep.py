@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from support.hostile import BUILT
+from support.probes import make_dataset
 
 from comco.cli.app import main
 
@@ -148,6 +149,23 @@ CASES = {
     "lab run --scale huge": ["lab", "run", "order-bias", "--out", "{out}", "--scale", "huge"],
     "lab run --jobs 0": ["lab", "run", "order-bias", "--out", "{out}", "--jobs", "0"],
     "lab run --resume --overwrite": ["lab", "run", "order-bias", "--out", "{out}", "--resume", "--overwrite"],
+    # -- issue 25: pairs that name nothing, an unbounded bootstrap, export, the pair sheet
+    "plan --pairs ''": ["plan", "--out", "{out}", "--pairs", ""],
+    "plan --pairs ','": ["plan", "--out", "{out}", "--pairs", ","],
+    "render --pairs ','": ["render", "--out", "{out}", "--pairs", ","],
+    "probe --bootstrap 10**12": ["probe", *TEXT_ONLY, "--bootstrap", str(10**12)],
+    "export an empty folder": ["export", "{dir}", "--to", "hf", "--out", "{out}"],
+    "export --to nope": ["export", "{data}", "--to", "nope", "--out", "{out}"],
+    "export --shard-size 1": ["export", "{data}", "--to", "open-clip-wds", "--shard-size", "1", "--out", "{out}"],
+    "export --out DATA/images": ["export", "{data}", "--to", "hf", "--out", "{data}/images"],
+    "export --out DATA/images --overwrite": ["export", "{data}", "--to", "hf", "--out", "{data}/images",
+                                             "--overwrite"],
+    "export --out DATA/masks --overwrite": ["export", "{data}", "--to", "clip-benchmark", "--out", "{data}/masks",
+                                            "--overwrite"],
+    "dataset pairs-sheet --factors ''": ["dataset", "pairs-sheet", "{data}", "--out", "{out}/s.png", "--factors", ""],
+    "dataset pairs-sheet --factors ','": ["dataset", "pairs-sheet", "{data}", "--out", "{out}/s.png", "--factors",
+                                          ","],
+    "dataset pairs-sheet --out a file it did not write": ["dataset", "pairs-sheet", "{data}", "--out", "{file}"],
 }
 # Issue 25 items 5, 7, 10, 11, 12: damaged model files, unusable images, Latin-1 captions, a junk mesh
 # (the files are built by support.hostile, a few kB each)
@@ -183,7 +201,10 @@ def _args(case: str, tmp_path) -> tuple[list[str], object]:
     (tmp_path / "bad.toml").write_text("not TOML = [\n")
     out = tmp_path / "out"
     sub = {"{out}": str(out), "{dir}": str(d), "{file}": str(tmp_path / "file.txt"),
-           "{empty}": str(tmp_path / "empty.bin"), "{toml}": str(tmp_path / "bad.toml")}
+           "{empty}": str(tmp_path / "empty.bin"), "{toml}": str(tmp_path / "bad.toml"),
+           "{data}": str(tmp_path / "data")}
+    if any("{data}" in a for a in CASES[case]):  # a small painted dataset, made only for the cases that need one
+        make_dataset(tmp_path / "data", n=2, resolution=16, singles=False)
     args = []
     for a in CASES[case]:
         for k, v in sub.items():

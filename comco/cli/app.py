@@ -68,15 +68,16 @@ _register_parts()
 
 
 def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                order_bias, large_fraction, small_fraction, captions, templates, pairs=""):
-    """The options of plan and render as a PlanConfig (the one way configs are built)."""
+                order_bias, large_fraction, small_fraction, captions, templates, pairs=None):
+    """The options of plan and render as a PlanConfig (the one way configs are built); pairs None: no
+    --pairs given (an empty --pairs is refused)."""
     from comco.plan import PlanConfig
 
     return PlanConfig.from_dict(dict(
         object_set=object_set, objects=objects, n=n, seed=seed, layout=layout, large_slot=large_slot,
         resolution=resolution, colors=colors, orders=orders, order_policy=order_policy, order_bias=order_bias,
         large_fraction=large_fraction, small_fraction=small_fraction, captions=captions, templates=templates,
-        pairs=pairs))
+        **({} if pairs is None else {"pairs": pairs})))
 
 
 def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:
@@ -101,7 +102,7 @@ def plan(
     large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
     orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
     large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
-    templates: Templates = None, pairs: Pairs = "", singles: Singles = False, overwrite: Overwrite = False,
+    templates: Templates = None, pairs: Pairs = None, singles: Singles = False, overwrite: Overwrite = False,
     resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
@@ -122,7 +123,7 @@ def render(
     large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
     orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
     large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
-    templates: Templates = None, pairs: Pairs = "", singles: Singles = False,
+    templates: Templates = None, pairs: Pairs = None, singles: Singles = False,
     preset: Annotated[str, typer.Option(help="draft (Workbench, fast), cycles (default) or high; eevee needs a GPU.")] = "cycles",
     samples: Annotated[Optional[int], typer.Option(help="Cycles samples (preset default if unset).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or optix (Cycles on NVIDIA GPUs).")] = "cpu",
@@ -307,7 +308,8 @@ def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folde
 
 @dataset_app.command("pairs-sheet")
 def dataset_pairs_sheet(
-    dataset: Annotated[Path, typer.Argument(help="A dataset rendered with --pairs.")], out: Out,
+    dataset: Annotated[Path, typer.Argument(help="A dataset rendered with --pairs.")],
+    out: Annotated[Path, typer.Option("--out", help="The sheet's PNG file; an existing file is replaced only when it is a sheet this command wrote.")],
     limit: Annotated[int, typer.Option(help="Pair groups (rows) to show, the dataset's first.")] = 8,
     factors: Annotated[Optional[str], typer.Option(help="Factors to show, comma-separated (default: all).")] = None,
     tile: Annotated[int, typer.Option(help="Cell width in pixels (small renders are scaled up).")] = 192,
@@ -318,7 +320,6 @@ def dataset_pairs_sheet(
     with its factor and the captions the pair probe compares."""
     from comco.data import pair_sheet
 
-    _image_out(out)
     s = pair_sheet(dataset, out, limit=limit, factors=factors, tile=tile, resample=resample)
     say(quiet, f"{s['rows']} pair groups x {s['columns']} images ({s['size'][0]} x {s['size'][1]} px) -> {out}")
 
