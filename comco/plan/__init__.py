@@ -9,8 +9,9 @@ from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
     "PlanConfig": "config", "check_config": "config", "plan_options": "options", "PlanOption": "options",
-    "check_option": "options", "MAX_IMAGES": "options", "parse_counts": "parse", "parse_slots": "parse",
-    "parse_resolution": "parse", "parse_fraction_range": "parse", "parse_pairs": "parse",
+    "check_option": "options", "WHEN_SET": "options", "MAX_IMAGES": "options",
+    "parse_counts": "parse", "parse_slots": "parse", "parse_resolution": "parse", "parse_fraction_range": "parse",
+    "parse_pairs": "parse",
     "Planner": "planner", "PlanFailure": "planner",
     "Camera": "camera", "POLICIES": "orders", "load_templates": "captions", "split_sentences": "captions",
     "image_seed": "rng", "generator": "rng", "check_seed": "rng",

@@ -109,19 +109,23 @@ class PlanOption:
 _TYPE_NAMES = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
 
 
-def check_option(option: PlanOption, value) -> None:
-    """Refuse (UserError, one line naming the option) a stored value outside the declaration."""
+def check_option(option: PlanOption, value, flag: str | None = None) -> None:
+    """Refuse (UserError, one line naming the option) a stored value outside the declaration.
+
+    Args:
+        flag: how the error names the option and its value when not by its flag (a recipe key)."""
+    flag = flag or option.flag
     kind = option.type
     if kind in _TYPE_NAMES:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         fits = {bool: isinstance(value, bool), int: number and isinstance(value, int),
                 float: number and math.isfinite(value), str: isinstance(value, str)}[kind]
         if not fits:
-            raise UserError(f"{option.flag} {value!r}: expected {_TYPE_NAMES[kind]}")
+            raise UserError(f"{flag} {value!r}: expected {_TYPE_NAMES[kind]}")
     if option.choices is not None and value not in option.choices:
-        raise UserError(f"{option.flag} {value}: use one of {', '.join(option.choices)}")
+        raise UserError(f"{flag} {value}: use one of {', '.join(option.choices)}")
     if option.bounds is not None and not option.bounds.holds(value):
-        raise UserError(f"{option.flag} {value}: {option.say or option.bounds}")
+        raise UserError(f"{flag} {value}: {option.say or option.bounds}")
     if option.check is not None:
         option.check(value)
 
