@@ -48,6 +48,13 @@ class ObjectEntry(TypedDict):
     measured: NotRequired[Measured]
 
 
+class PairEntry(TypedDict):
+    """A pair dataset's record: which pair group it belongs to and what its variant changed."""
+    id: str  # the base record's id
+    factor: str  # PAIR_BASE or one of PAIR_FACTORS
+    changed: list[int]  # indices into this record's objects that differ from the base ([] for the base)
+
+
 class SceneRecord(TypedDict):
     """One multi-object image."""
     id: str  # "000042"
@@ -65,9 +72,7 @@ class SceneRecord(TypedDict):
     objects: list[ObjectEntry]
     mention_orders: list[list[int]]  # indices into objects, first-mentioned first
     captions: dict[str, list[str]]  # template -> one caption per mention order
-    # Pair datasets only: {"id": base record's id, "factor": PAIR_BASE or one of PAIR_FACTORS,
-    # "changed": indices into this record's objects that differ from the base ([] for the base)}.
-    pair: NotRequired[dict]
+    pair: NotRequired[PairEntry]  # pair datasets only
 
 
 class SingleRecord(TypedDict):
@@ -201,7 +206,7 @@ def _check_fields(r: dict, rid, names, set_hash, measured: bool) -> list[str]:
 
 
 def _pair_problems(rid, pair, n: int) -> list[str]:
-    if not isinstance(pair, dict) or set(pair) != {"id", "factor", "changed"}:
+    if not isinstance(pair, dict) or set(pair) != set(PairEntry.__annotations__):
         return [f"record {rid}: 'pair' must be an object with id, factor and changed"]
     factor, changed = pair["factor"], pair["changed"]
     if factor != PAIR_BASE and factor not in PAIR_FACTORS:
