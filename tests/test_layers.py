@@ -115,6 +115,9 @@ def _called_module(call: ast.Call) -> str | None:
     return DYNAMIC
 
 
+COMPUTED = "*"  # the name of a module imported as f"package.{...}": some module of that package
+
+
 def imports_in(tree: ast.AST, module: str, is_package: bool):
     """(imported module, imported name or None, inside a function?) for every import: import
     statements, `from package import submodule` (the submodule is what is imported) and
@@ -140,7 +143,8 @@ def imports_in(tree: ast.AST, module: str, is_package: bool):
                     else:
                         yield base, a.name, inner
             elif isinstance(child, ast.Call) and (called := _called_module(child)) is not None:
-                yield called, None, inner
+                computed = isinstance(child.args[0], ast.JoinedStr) and called != DYNAMIC
+                yield called, COMPUTED if computed else None, inner
             elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load):
                 chain = _dotted(child)
                 parts = chain.split(".") if chain else []
@@ -229,6 +233,8 @@ PLANTED = [
      "comco.models.openclip: comco.models's"),
     ("comco.probes.x", "import importlib\nm = importlib.import_module('comco.models.hf')",
      "comco.models.hf: comco.models's"),
+    ("comco.probes.x", "import importlib\nm = importlib.import_module(f'comco.models.{kind}')",
+     "comco.models.*: not a name"),
 ]
 
 
@@ -247,6 +253,31 @@ def test_a_planted_bad_import_is_found(module, source, found):
 ])
 def test_the_allowed_imports_beside_them_pass(module, source):
     assert problems(module, ast.parse(source)) == []
+
+
+def test_no_modules_import_each_other():
+    """No import circle between comco's modules (at module level or inside functions): a circle
+    makes which module loads first decide whether a name exists yet."""
+    names = {m for m, _ in ALL}
+    graph = {m: set() for m in names}
+    for module, path in ALL:
+        for target, name, _ in imports(path, module):
+            if name is not None and name != COMPUTED and f"{target}.{name}" in names:
+                target = f"{target}.{name}"
+            if target in names and target != module and name != COMPUTED:
+                graph[module].add(target)
+    circles = []
+    for start in sorted(names):  # a path from a module back to itself, by depth-first search
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, trail = stack.pop()
+            for nxt in sorted(graph[node]):
+                if nxt == start:
+                    circles.append(" -> ".join(trail + [start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, trail + [nxt]))
+    assert not circles, circles[:5]
 
 
 def test_doors_name_only_what_exists():
