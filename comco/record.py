@@ -55,6 +55,13 @@ class PairEntry(TypedDict):
     changed: list[int]  # indices into this record's objects that differ from the base ([] for the base)
 
 
+class WorldEntry(TypedDict):
+    """The world of an image planned with --world (comco/plan/worlds.py); no field without it."""
+    name: str  # "plain" or one of bpy's HDRI worlds
+    rotation_z: NotRequired[float]  # an HDRI's turn about the vertical axis, radians
+    strength: NotRequired[float]  # an HDRI's background strength
+
+
 class SceneRecord(TypedDict):
     """One multi-object image."""
     id: str  # "000042"
@@ -69,6 +76,7 @@ class SceneRecord(TypedDict):
     large_slot: str  # the slot of size rank 0
     camera: dict
     lights: dict
+    world: NotRequired[WorldEntry]  # planned with --world only
     objects: list[ObjectEntry]
     mention_orders: list[list[int]]  # indices into objects, first-mentioned first
     captions: dict[str, list[str]]  # template -> one caption per mention order
@@ -93,12 +101,13 @@ class SingleRecord(TypedDict):
 
 
 # Fields every scene record and object entry must have (validate checks them).
-RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__ if k not in ("index", "retry", "large_slot", "pair"))
+RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__
+                    if k not in ("index", "retry", "large_slot", "pair", "world"))
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
 MEASURED_KEYS = tuple(Measured.__annotations__)
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.
 PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
-                    "layout", "large_slot", "camera", "lights")
+                    "layout", "large_slot", "camera", "lights", "world")
 
 
 def object_names(record: SceneRecord | SingleRecord) -> list[str]:

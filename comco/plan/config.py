@@ -12,6 +12,7 @@ from comco.manifest import ObjectSet
 from comco.plan import captions as cap
 from comco.plan import options as declared
 from comco.plan.parse import parse_pairs
+from comco.plan.worlds import PLAIN
 from comco.record import MAX_OBJECTS
 
 
@@ -58,6 +59,7 @@ def _make_plan_config() -> type:
 
 
 PlanConfig = _make_plan_config()
+DEFAULT = PlanConfig()
 
 
 def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
@@ -77,6 +79,10 @@ def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
         raise UserError(f"--orders {cfg.orders}: {most} objects have only {math.factorial(most)} different "
                         f"mention orders; use 1..{math.factorial(most)}")
     check_pairs(cfg)
+    if cfg.world == (PLAIN,) and (cfg.world_rotation, cfg.world_strength) != (DEFAULT.world_rotation,
+                                                                              DEFAULT.world_strength):
+        raise UserError("--world-rotation and --world-strength turn and scale an HDRI world; "
+                        "add --world (e.g. --world hdri)")
 
 
 def check_pairs(cfg: PlanConfig) -> None:

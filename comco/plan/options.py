@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from comco.errors import UserError
-from comco.plan import parse
+from comco.plan import parse, worlds
 from comco.plan.orders import POLICIES
 from comco.record import LAYOUTS, MAX_OBJECTS, SLOTS
 
@@ -170,6 +171,19 @@ def _check_small_fraction(pair: tuple[float, float]) -> None:
         raise UserError(f"--small-fraction {lo:g}-{hi:g}: image shares in (0, 1)")
 
 
+def _check_range(flag: str, lo: float, hi: float):
+    """A check of a (low, high) range within [lo, hi] (one line naming `flag`)."""
+    def check(pair: tuple[float, float]) -> None:
+        a, b = pair
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise UserError(f"{flag} {a:g}-{b:g}: give finite numbers")
+        if a > b:
+            raise UserError(f"{flag} {a:g}..{b:g}: the range is backwards; write {b:g}..{a:g}")
+        if a < lo or b > hi:
+            raise UserError(f"{flag} {a:g}..{b:g}: use a range within {lo:g}..{hi:g}")
+    return check
+
+
 SHARE = Range(0.0, 1.0, open_lo=True, open_hi=True)
 
 # The command line shows them in this order; PlanConfig's fields follow it too.
@@ -215,6 +229,23 @@ OPTIONS: tuple[PlanOption, ...] = (
     PlanOption("pairs", tuple[str, ...], (), cli_type=str, cli_default="", parse=parse.parse_pairs, in_hash=WHEN_SET,
                help="Counterfactual minimal pairs: per scene, one variant per factor (swap-size, swap-slots, "
                     "swap-colors, remove, add, count), comma-separated."),
+    # Realism factors (issue 23): each WHEN_SET, its default today's look.
+    PlanOption("world", tuple[str, ...], (worlds.PLAIN,), cli_type=str, cli_default=worlds.PLAIN,
+               parse=worlds.parse_worlds, check=worlds.check_worlds, in_hash=WHEN_SET, recipe="data.world",
+               help="The world each image draws from: plain (the grey backdrop), one of bpy's HDRIs "
+                    f"({', '.join(worlds.HDRIS)}), a list of them, or {worlds.ALL_HDRIS} (all eight)."),
+    PlanOption("world_rotation", tuple[float, float], (0.0, 360.0), cli_type=str, cli_default="0..360",
+               parse=partial(parse.number_range, flag="--world-rotation"),
+               check=_check_range("--world-rotation", -360.0, 720.0), in_hash=WHEN_SET,
+               recipe="data.world_rotation", help="Turn of an HDRI world about the vertical axis, degrees: "
+                                                  "a range drawn per image, e.g. 0..360 or -30..30."),
+    # 0.35: the plain backdrop's own strength, so a world changes the light's colour and
+    # direction more than the exposure (at 1 the area lights and the HDRI wash the floor out)
+    PlanOption("world_strength", tuple[float, float], (0.35, 0.35), cli_type=str, cli_default="0.35",
+               parse=partial(parse.number_range, flag="--world-strength"),
+               check=_check_range("--world-strength", 0.0, 100.0), in_hash=WHEN_SET,
+               recipe="data.world_strength", help="Strength of an HDRI world's light: a value or a range "
+                                                  "drawn per image, e.g. 0.2-0.7."),
 )
 
 

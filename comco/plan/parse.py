@@ -4,6 +4,8 @@ Each error is one line that names the option and how to write it."""
 
 from __future__ import annotations
 
+import re
+
 from comco.errors import UserError
 from comco.record import MAX_OBJECTS, PAIR_FACTORS, SLOTS
 
@@ -102,3 +104,19 @@ def names(value) -> tuple[str, ...]:
 def path_text(value) -> str | None:
     """A file option (a Path from the command line, text from a file) as text."""
     return None if value is None else str(value)
+
+
+def number_range(value, flag: str) -> tuple[float, float]:
+    """"0.5-2", "1", "-30..30" or [lo, hi] -> (low, high); `flag` names the option in the error."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise UserError(f"{flag} {list(value)}: give [low, high]")
+        return float(value[0]), float(value[1])
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value), float(value)
+    text = str(value).strip()
+    number = r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?"
+    m = re.fullmatch(rf"({number})\s*(?:(?:-|\.\.)\s*({number}))?", text)
+    if m is None:
+        raise UserError(f"{flag} {text!r}: give a number or a range, e.g. 0.5-2 (or -30..30)")
+    return float(m.group(1)), float(m.group(2) or m.group(1))

@@ -29,6 +29,7 @@ from comco.plan.draws import LIGHT_NORMALS, OBJECT_RETRIES, Drawer
 from comco.plan.orders import mention_orders
 from comco.plan.pairs import Miss, Pairer
 from comco.plan.placement import PLACEMENT_TRIES
+from comco.plan.worlds import WorldDrawer
 from comco.record import PAIR_BASE, SINGLE_LAYOUT, SLOTS, ObjectEntry, SceneRecord, SingleRecord
 
 SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an axe) may have none that can be large
@@ -61,6 +62,7 @@ class Planner:
         self.placer = pl.Placer(self.camera, object_set.objects)
         self.drawer = Drawer(cfg, object_set, self.placer)
         self.pairer = Pairer(self) if cfg.pairs else None
+        self.worlds = WorldDrawer(cfg)
         # Rounded once: the record's turn for each whole degree.
         self._rotation = {d: round(math.radians(d), 5) for d in range(-180, 181)}
 
@@ -240,6 +242,7 @@ class Planner:
             camera = self.camera.to_record()
             n = len(drawn.colors[a])
             index, retry = drawn.index[a], drawn.retry[a]
+            world = self.worlds.draw(drawn.seed[a])
             objs = [ObjectEntry(
                 name=objects[ids[r][k]].name, slot=SLOTS[slot[r][k]], size_rank=ranks[r][k],
                 scale=scale[r][k], location=[xs[r][k], ys[r][k], 0.0], rotation_z=self._rotation[yaw[r][k]],
@@ -252,7 +255,7 @@ class Planner:
                 object_set=self.set.name, object_set_hash=self.set.hash,
                 image=f"images/{index:06d}.png", resolution=list(cfg.resolution),
                 layout=cfg.layout, large_slot=SLOTS[slot[r][ranks[r].index(0)]],
-                camera=camera, lights=lights[r],
+                camera=camera, lights=lights[r], **({} if world is None else {"world": world}),
                 objects=objs, mention_orders=orders,
             )  # its captions follow: they read the rest of it
             record["captions"] = self.captioner.for_record(record, variant[r][:n])
