@@ -25,6 +25,7 @@ from support.pairs import planned_pair_dataset
 from support.probes import make_dataset
 
 from comco.data.folder import SCENES
+from comco.data.pairing import ONE_WAY
 from comco.io import read_jsonl
 
 
@@ -77,7 +78,9 @@ def test_winoground_items_load_as_its_script_reads_them(pairs, tmp_path, capsys)
             Image.open(p).verify()
         got.add((ex["image_0"], ex["image_1"], ex["caption_0"], ex["caption_1"]))
         assert recs[ex["image_1"]]["pair"]["factor"] == ex["tag"]
-    assert got == caption_pairs(recs) and len(examples) == len(got)
+    one_way = {c for c in caption_pairs(recs) if recs[c[1]]["pair"]["factor"] in ONE_WAY}
+    assert one_way and got == caption_pairs(recs) - one_way and len(examples) == len(got)  # remove / add left out
+    assert summary["left_out"]["one_way"] == len(one_way)
     assert sorted(e["id"] for e in examples) == list(range(len(examples)))
     side = [json.loads(line) for line in open(out / "comco-pairs.jsonl")]
     assert [s["variant"] for s in side] == [e["image_1"] for e in examples]
@@ -89,7 +92,9 @@ def test_captions_first_keeps_one_item_per_pair(pairs, tmp_path, capsys):
     export(capsys, pairs, "winoground", out, "--captions", "first")
     examples = [json.loads(line) for line in open(out / "examples.jsonl")]
     variants = [e["image_1"] for e in examples]
-    assert len(variants) == len(set(variants)) == len({v for (_, v, _, _) in caption_pairs(records(pairs))})
+    recs = records(pairs)
+    assert len(variants) == len(set(variants)) == len({v for (_, v, _, _) in caption_pairs(recs)
+                                                       if recs[v]["pair"]["factor"] not in ONE_WAY})
 
 
 def test_sugarcrepe_files_load_as_main_eval_reads_them(pairs, tmp_path, capsys):
@@ -181,7 +186,8 @@ def test_spec_candidate_sets_load_as_its_datasets_read_them(pairs, tmp_path, cap
         # Text2ImageDataset
         with open(os.path.join(subset_root, "text2image.json"), "r") as f:
             t2i = json.load(f)
-        assert len(i2t) == len(t2i) == 2 * summary["items"][subset]
+        per_pair = 1 if subset in ONE_WAY else 2  # remove / add: only the direction whose negative is false
+        assert len(i2t) == len(t2i) == per_pair * summary["items"][subset]
         assert {len(s["keys"]) for s in i2t} == {len(s["keys"]) for s in t2i} == {2}  # one size: SPEC stacks them
         for s in i2t:
             image_path = os.path.join(subset_root, s["query"])

@@ -7,6 +7,9 @@ one per image of a pair; text2image: `{"query": caption, "keys": ["images/BASE.p
 "images/VARIANT.png"], "label": i}`, one per caption. Every candidate set holds the two images or
 captions of one pair, so a subset's sets are of one size (SPEC's collate stacks them).
 `SUBSET/comco-pairs.jsonl` says which pair each pair of entries came from.
+`remove` and `add` keep one direction each, as the SugarCrepe export does (a caption that leaves
+an object out is not false for the image that holds it): image2text only for the image that the
+partner's caption is false for, text2image only for that false caption.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from comco.data.export.pair_items import ImageSink, pair_items, pair_records
+from comco.data.pairing import ONE_WAY
 from comco.io import atomic_write, dumps, write_json
 
 I2T, T2I, SIDE, IMAGES = "image2text.json", "text2image.json", "comco-pairs.jsonl", "images"
+SIDES = {"base": 0, "variant": 1, "both": None}
 
 
 def prepare(dataset, opts):
@@ -37,9 +42,12 @@ def write(prepared, out: Path, opts, bar) -> dict:
             for it in its:
                 images = [f"{IMAGES}/{sink.name(it.pair.base)}", f"{IMAGES}/{sink.name(it.pair.variant)}"]
                 texts = [it.base_caption, it.variant_caption]
+                false_caption, its_image = (SIDES[s] for s in ONE_WAY.get(it.factor, ("both", "both")))
                 for label in (0, 1):
-                    i2t.append({"query": images[label], "keys": texts, "label": label})
-                    t2i.append({"query": texts[label], "keys": images, "label": label})
+                    if its_image in (None, label):
+                        i2t.append({"query": images[label], "keys": texts, "label": label})
+                    if false_caption in (None, label):
+                        t2i.append({"query": texts[label], "keys": images, "label": label})
                 side.write(dumps(it.row()) + "\n")
         write_json(root / I2T, i2t, indent=None, sort_keys=False)
         write_json(root / T2I, t2i, indent=None, sort_keys=False)
@@ -49,5 +57,5 @@ def write(prepared, out: Path, opts, bar) -> dict:
 
 
 def usage(out: Path, summary: dict, opts) -> str:
-    return (f"SPEC's spec.dataset.get_data(data_root='{out}', subset_names={list(summary['items'])}, ...) "
-            f"(or its eval.py --data-root {out} --subset-names ...)")
+    return (f"SPEC's spec.dataset.get_data(data_root='{out}', subset_names={list(summary['items'])}, ...) from "
+            f"Python (its eval.py --subset-names accepts only SPEC's own six subset names)")

@@ -9,6 +9,9 @@ caption, item 1 the variant with its own; `tag` and `collapsed_tag` carry the co
 (Winoground's own tags are linguistic: Object, Relation, Both), `secondary_tag` is empty and
 `num_main_preds` 0 (comco does not annotate predicates). `comco-pairs.jsonl` says, line for line,
 which pair, caption order, template and records each item came from.
+`remove` and `add` pairs are left out (counted as `one_way`): Winoground's scores ask each image
+to reject the other's caption, and a caption that leaves an object out is not false for the image
+that holds it (the SugarCrepe and SPEC exports keep their one true direction).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from comco.data.export.pair_items import ImageSink, pair_items, pair_records
+from comco.data.pairing import ONE_WAY
 from comco.errors import UserError
 from comco.io import atomic_write, dumps
 
@@ -26,7 +30,9 @@ IMAGE_EXTENSION = ".png"  # the script's IMAGE_EXTENSION
 
 
 def prepare(dataset, opts):
-    return (dataset, *pair_items(pair_records(dataset, "winoground"), opts.template, opts.captions))
+    items, left = pair_items(pair_records(dataset, "winoground"), opts.template, opts.captions)
+    kept = [it for it in items if it.factor not in ONE_WAY]
+    return dataset, kept, {**left, "one_way": len(items) - len(kept)}
 
 
 def write(prepared, out: Path, opts, bar) -> dict:
