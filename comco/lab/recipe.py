@@ -78,10 +78,7 @@ def _name() -> Callable:
     """A string that becomes part of a stage id, so of a folder name: one safe file-name
     component by the object-name rule (no separator, no '..', not hidden)."""
     def check(path, v):
-        try:
-            return check_file_name(f"recipe key '{path}'", "the name", v)
-        except UserError as exc:
-            raise UserError(f"{exc} (it names stage folders)") from None
+        return check_file_name(f"recipe key '{path}'", "the name", v)
     return check
 
 
