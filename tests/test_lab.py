@@ -16,7 +16,8 @@ import pytest
 pytestmark = [pytest.mark.bpy, pytest.mark.torch]
 
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "order-bias.toml"
-SECTIONS = ["### Sample of the rendered training images", "### Competence gates", "### TOR: which mention position",
+SECTIONS = ["## Findings", "### Sample of the rendered training images", "### Competence gates",
+            "### TOR: which mention position",
             "### IOR: which object the image encoder retrieves", "### Text sensitivity",
             "### Before and after Long-CLIP and DeBias fine-tuning", "### DeBias analyses",
             "### LABCLIP: attribute binding", "## What was run"]
@@ -85,6 +86,34 @@ def test_smoke_runs_every_stage_and_writes_the_report(run_dir):
     assert {g["trained"] for k, g in gates.items() if "prior" in k} == {False}
     assert md.count("*architecture prior* (untrained)") >= 6  # beside the trained models in every table
     assert {"tor_3", "tor_4", "ior_3", "ior_4", "sensitivity_3", "sensitivity_4"} <= set(res["dose_response"])
+
+
+def test_the_report_opens_with_its_findings_and_says_where_the_numbers_were_made(run_dir):
+    out, _ = run_dir
+    md = (out / "report.md").read_text(encoding="utf-8")
+    page = (out / "report.html").read_text(encoding="utf-8")
+    findings = md[md.index("## Findings"):md.index("## Object set")]
+    assert "![the two biases against p](figures/simco-findings.png)" in findings
+    rows = [line for line in findings.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    results = numbers(out)
+    assert len(rows) == len(results["findings"]) >= 10  # slopes, priors, claims, LABCLIP
+    verdicts = {"supported", "contradicted", "cannot answer", "fragile"}
+    for row, f in zip(rows, results["findings"]):
+        assert f["verdict"] in verdicts and f["question"] in row
+        assert f"(#{f['section']})" in row and f"id='{f['section']}'" in page  # each links to its section
+        assert f["leave_one_seed_out_checked"] == (f["direction"] in ("up", "down"))
+    assert "<a href='#" in page
+    # where the numbers were made: every training and probe stage recorded its machine
+    made = results["where_made"]
+    assert "bit-reproducible on the same kind of machine" in made["reproducible"]
+    assert "not across CPU types" in md
+    recorded = [m for m in made["machines"] if m.get("recorded") is not False]
+    # 6 trainings from scratch (4 order-bias, 2 colour bases), 10 fine-tunes, 2 LABCLIP maps, 16 probes
+    assert recorded and sum(m["stages"] for m in recorded) == 34
+    import torch
+
+    assert {m["cpu_capability"] for m in recorded} == {torch.backends.cpu.get_cpu_capability()}
+    assert {m["torch"] for m in recorded} == {torch.__version__} and f"torch {torch.__version__}" in md
 
 
 def test_every_order_bias_trains_on_the_same_images(run_dir):

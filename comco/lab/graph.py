@@ -16,6 +16,20 @@ from functools import lru_cache
 from pathlib import Path
 
 from comco import __version__
+from comco.lab.keys import (
+    CAPTION_ROLES,
+    REPORT,
+    StageKey,
+    captions_key,
+    colour_base_key,
+    finetune_key,
+    labclip_key,
+    prior_key,
+    probe_key,
+    render_key,
+    scratch_key,
+    stage_folder,
+)
 from comco.lab.plan_keys import plan_settings
 from comco.lab.recipe import Recipe
 
@@ -44,15 +58,56 @@ INLINE = {"render", "captions", "report"}
 
 @dataclass
 class Stage:
-    id: str
-    kind: str
+    """One stage of the graph: its key, its own settings, the stages it reads by role, its hash.
+
+    `id` and `kind` come from the key; `deps` maps a role ("data", "model", "test", "gate")
+    to the id of the stage that provides it (ids, so run folders and hashes read as before).
+    """
+
+    key: StageKey
     config: dict
     deps: dict[str, str] = field(default_factory=dict)  # role -> stage id
     hash: str = ""
 
     @property
+    def id(self) -> str:
+        return self.key.id
+
+    @property
+    def kind(self) -> str:
+        return self.key.kind
+
+    @property
     def inline(self) -> bool:
         return self.kind in INLINE
+
+    def folder(self, out: str | Path) -> Path:
+        """OUT/stages/<id>, checked to lie inside OUT/stages."""
+        return stage_folder(out, self.id)
+
+
+def _stage(key: StageKey, config: dict, **deps: StageKey) -> Stage:
+    return Stage(key, config, {role: dep.id for role, dep in deps.items()})
+
+
+class Stages(list):
+    """The stages of a run in graph order, looked up by key."""
+
+    def __init__(self, stages=()):
+        super().__init__(stages)
+        self._by_key = {s.key: s for s in self}
+        if len(self._by_key) != len(self) or len({s.id for s in self}) != len(self):
+            raise ValueError("two stages share a key or an id")
+
+    def get(self, key: StageKey) -> Stage | None:
+        return self._by_key.get(key)
+
+    def __contains__(self, key) -> bool:
+        return key in self._by_key if isinstance(key, StageKey) else list.__contains__(self, key)
+
+    def find(self, kind: str, **fields) -> list[Stage]:
+        """Every stage of `kind` whose key has these field values, in graph order."""
+        return [s for s in self if s.kind == kind and all(getattr(s.key, k) == v for k, v in fields.items())]
 
 
 def _files(package: str) -> list[Path]:
@@ -88,119 +143,151 @@ def stage_hash(stage: Stage, dep_hashes: dict[str, str]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _p(p: float) -> str:
-    return f"p{p:g}"
+# Seeds the graph derives from data.seed, so that no two renders share a stream: the
+# LABCLIP base's colour images and the map's (primes, far from the data and test seeds).
+COLOUR_BASE_SEED_OFFSET = 7907
+COLOUR_MAP_SEED_OFFSET = 7919
+DERIVED_SEED_OFFSETS = {"colors-train": COLOUR_BASE_SEED_OFFSET, "colors": COLOUR_MAP_SEED_OFFSET}
 
 
-def build_stages(recipe: Recipe) -> list[Stage]:
+def build_stages(recipe: Recipe) -> Stages:
     """Every stage of the recipe at its scale, in an order where deps come first."""
-    s = recipe.settings
-    data, render, scratch, ft, probe, lab, run = (s[k] for k in
-                                                  ("data", "render", "scratch", "finetune", "probe", "labclip", "run"))
     want = set(recipe.stages)
-    device = run["device"]
     stages: list[Stage] = []
-    plan_common = plan_settings(s)  # layout, large_slot, ... resolution: the planning options the recipe keys
-    render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
-    model_size = {"tower": scratch["tower"], "width": scratch["width"], "layers": scratch["layers"],
-                  "patch_size": scratch["patch_size"],
-                  "context_length": scratch["context_length"], "resolution": render["resolution"]}
-    probe_cfg = {"bootstrap": probe["bootstrap"], "seed": probe["seed"], "tor_templates": probe["tor_templates"],
-                 "batch_size": probe["batch_size"], "device": device,
-                 "tor_gallery": "names"}  # ComCO's bare-name gallery (part of the stage's hash: numbers differ)
-
-    for oset in data["object_sets"]:
-        train_id, test_id, colors_id = f"render-train-{oset}", f"render-test-{oset}", f"render-colors-{oset}"
+    for oset in recipe.settings["data"]["object_sets"]:
+        parts = _Parts(recipe, oset)
         if "render" in want:
-            stages.append(Stage(train_id, "render", {
-                "role": "train", "object_set": oset, "objects": data["train_objects"], "n": data["train_images"],
-                "seed": data["seed"], "captions": data["captions"], "colors": False, "singles": False,
-                **plan_common, **render_opts}))
-            stages.append(Stage(test_id, "render", {
-                "role": "test", "object_set": oset, "objects": data["test_objects"], "n": data["test_images"],
-                "seed": data["test_seed"], "captions": data["captions"], "colors": False, "singles": True,
-                **plan_common, **render_opts}))
-            if "labclip" in want:
-                # the LABCLIP base learns names and colours from its own colour images; the map
-                # and the binding probe use others
-                stages.append(Stage(f"render-colors-train-{oset}", "render", {
-                    "role": "colors-train", "object_set": oset, "objects": lab["objects"], "n": lab["base_images"],
-                    "seed": data["seed"] + 7907, "captions": ["attributes"], "colors": True, "singles": False,
-                    **plan_common, **render_opts}))
-                stages.append(Stage(colors_id, "render", {
-                    "role": "colors", "object_set": oset, "objects": lab["objects"], "n": lab["images"],
-                    "seed": data["seed"] + 7919, "captions": ["attributes"], "colors": True, "singles": False,
-                    **plan_common, **render_opts}))
+            stages += parts.renders(colours="labclip" in want)
         if "captions" in want:
-            if "labclip" in want:  # the LABCLIP base's attribute captions at its own order bias
-                stages.append(Stage(f"captions-colors-{oset}-{_p(lab['order_bias'])}", "captions",
-                                    {"order_bias": lab["order_bias"]}, {"data": f"render-colors-train-{oset}"}))
-            for p in data["order_bias"]:
-                stages.append(Stage(f"captions-{oset}-{_p(p)}", "captions", {"order_bias": p},
-                                    {"data": train_id}))
-                if "probe" in want:
-                    # the held-out images captioned the way the models at p were taught: the
-                    # competence gates ask whether a model learnt its own task, the bias probes
-                    # (on the order-balanced test set) what it does beyond it
-                    stages.append(Stage(f"captions-test-{oset}-{_p(p)}", "captions", {"order_bias": p},
-                                        {"data": test_id}))
+            stages += parts.captions(colours="labclip" in want, tests="probe" in want)
         if "scratch" not in want:
             continue
         if "probe" in want:
-            # the architecture's own prior: each seed's untrained initial weights, probed alike
-            for seed in scratch["seeds"]:
-                stages.append(Stage(f"probe-prior-{oset}-s{seed}", "probe", {
-                    **probe_cfg, "summary": True, "analyses": [], "prior": {"seed": seed, **model_size}},
-                    {"test": test_id}))
-        for p in data["order_bias"]:
-            for seed in scratch["seeds"]:
-                sid = f"scratch-{oset}-{_p(p)}-s{seed}"
-                stages.append(Stage(sid, "scratch", {
-                    "seed": seed, "captions": scratch["captions"], "steps": scratch["steps"],
-                    "batch_size": scratch["batch_size"], "lr": scratch["lr"], "warmup": scratch["warmup"],
-                    "weight_decay": scratch["weight_decay"], "device": device, **model_size},
-                    {"data": f"captions-{oset}-{_p(p)}"}))
-                if "probe" in want:
-                    deep = "analyses" in want and p == ft["order_bias"]
-                    stages.append(Stage(f"probe-{sid}", "probe", {
-                        **probe_cfg, "summary": deep, "analyses": probe["analyses"] if deep else []},
-                        {"model": sid, "test": test_id, "gate": f"captions-test-{oset}-{_p(p)}"}))
+            stages += parts.priors()
+        stages += parts.scratch(probes="probe" in want, analyses="analyses" in want)
         if "finetune" in want:
-            for v in ft["variants"]:
-                for seed in scratch["seeds"]:
-                    fid = f"finetune-{oset}-{v['name']}-s{seed}"
-                    options = {"template": "long", "keep": ft["keep"], "pca_rank": ft["pca_rank"],
-                               "short_weight": v.get("short_weight", 0.1)}
-                    if v["kind"] == "debias":
-                        options.update({k: v.get(k, True) for k in ("remove_summary", "sample", "pad")})
-                    stages.append(Stage(fid, "finetune", {
-                        "kind": v["kind"], "variant": v["name"], "seed": seed, "steps": ft["steps"],
-                        "batch_size": ft["batch_size"], "lr": ft["lr"], "warmup": ft["warmup"],
-                        "weight_decay": ft["weight_decay"], "device": device, "options": options,
-                        "adam_betas": [0.9, 0.999], "adam_eps": 1e-8},  # the papers' code's AdamW
-                        {"model": f"scratch-{oset}-{_p(ft['order_bias'])}-s{seed}",
-                         "data": f"captions-{oset}-{_p(ft['order_bias'])}"}))
-                    if "probe" in want:
-                        stages.append(Stage(f"probe-{fid}", "probe", {
-                            **probe_cfg, "summary": True,
-                            "analyses": probe["analyses"] if "analyses" in want else []},
-                            {"model": fid, "test": test_id, "gate": f"captions-test-{oset}-{_p(ft['order_bias'])}"}))
+            stages += parts.finetunes(probes="probe" in want, analyses="analyses" in want)
         if "labclip" in want:
-            for seed in lab["seeds"]:
-                base = f"scratch-colors-{oset}-s{seed}"
-                stages.append(Stage(base, "scratch", {
-                    "seed": seed, "captions": ["attributes"], "steps": lab["base_steps"],
-                    "batch_size": scratch["batch_size"], "lr": scratch["lr"], "warmup": scratch["warmup"],
-                    "weight_decay": scratch["weight_decay"], "device": device, **model_size},
-                    {"data": f"captions-colors-{oset}-{_p(lab['order_bias'])}"}))
-                stages.append(Stage(f"labclip-{oset}-s{seed}", "labclip", {
-                    "seed": seed, "steps": lab["steps"], "batch_size": lab["batch_size"], "lr": lab["lr"],
-                    "device": device, "bootstrap": probe["bootstrap"]},
-                    {"model": base, "data": colors_id}))
+            stages += parts.labclip()
     if "report" in want:
-        stages.append(Stage("report", "report", {"recipe": recipe.to_dict()},
-                            {st.id: st.id for st in stages}))
+        stages.append(Stage(REPORT, {"recipe": recipe.to_dict()}, {st.id: st.id for st in stages}))
+    stages = Stages(stages)
     by_id = {st.id: st for st in stages}
     for st in stages:  # deps precede their users in the list, so one pass hashes them all
         st.hash = stage_hash(st, {role: by_id[d].hash for role, d in st.deps.items()})
     return stages
+
+
+class _Parts:
+    """The stages of one object set, section by section (the settings each kind shares)."""
+
+    def __init__(self, recipe: Recipe, oset: str):
+        s = recipe.settings
+        self.oset = oset
+        self.data, self.render, self.sc, self.ft, self.probe, self.lab = (
+            s[k] for k in ("data", "render", "scratch", "finetune", "probe", "labclip"))
+        self.device = s["run"]["device"]
+        render, sc, probe = self.render, self.sc, self.probe
+        self.plan_common = plan_settings(s)  # layout, large_slot, ... resolution: the planning options the recipe keys
+        self.render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
+        self.model_size = {"tower": sc["tower"], "width": sc["width"], "layers": sc["layers"],
+                           "patch_size": sc["patch_size"], "context_length": sc["context_length"],
+                           "resolution": render["resolution"]}
+        self.probe_cfg = {"bootstrap": probe["bootstrap"], "seed": probe["seed"],
+                          "tor_templates": probe["tor_templates"], "batch_size": probe["batch_size"],
+                          "device": self.device,
+                          "tor_gallery": "names"}  # ComCO's bare-name gallery (part of the hash: numbers differ)
+
+    def _render(self, role: str, objects, n: int, seed: int, captions, colors: bool, singles: bool) -> Stage:
+        return _stage(render_key(role, self.oset), {
+            "role": role, "object_set": self.oset, "objects": objects, "n": n, "seed": seed, "captions": captions,
+            "colors": colors, "singles": singles, **self.plan_common, **self.render_opts})
+
+    def renders(self, colours: bool) -> list[Stage]:
+        d, lab = self.data, self.lab
+        out = [self._render("train", d["train_objects"], d["train_images"], d["seed"], d["captions"], False, False),
+               self._render("test", d["test_objects"], d["test_images"], d["test_seed"], d["captions"], False, True)]
+        if colours:
+            # the LABCLIP base learns names and colours from its own colour images; the map
+            # and the binding probe use others
+            out += [self._render("colors-train", lab["objects"], lab["base_images"],
+                                 d["seed"] + COLOUR_BASE_SEED_OFFSET, ["attributes"], True, False),
+                    self._render("colors", lab["objects"], lab["images"],
+                                 d["seed"] + COLOUR_MAP_SEED_OFFSET, ["attributes"], True, False)]
+        return out
+
+    def _captions(self, role: str, p: float) -> Stage:
+        return _stage(captions_key(role, self.oset, p), {"order_bias": p},
+                      data=render_key(CAPTION_ROLES[role], self.oset))
+
+    def captions(self, colours: bool, tests: bool) -> list[Stage]:
+        out = [self._captions("colors", self.lab["order_bias"])] if colours else []  # the base's, at its own p
+        for p in self.data["order_bias"]:
+            out.append(self._captions("train", p))
+            if tests:
+                # the held-out images captioned the way the models at p were taught: the
+                # competence gates ask whether a model learnt its own task, the bias probes
+                # (on the order-balanced test set) what it does beyond it
+                out.append(self._captions("test", p))
+        return out
+
+    def priors(self) -> list[Stage]:
+        """The architecture's own prior: each seed's untrained initial weights, probed alike."""
+        return [_stage(prior_key(self.oset, seed), {**self.probe_cfg, "summary": True, "analyses": [],
+                                                    "prior": {"seed": seed, **self.model_size}},
+                       test=render_key("test", self.oset))
+                for seed in self.sc["seeds"]]
+
+    def _probe(self, model: StageKey, p: float, summary: bool, analyses: list) -> Stage:
+        return _stage(probe_key(model), {**self.probe_cfg, "summary": summary, "analyses": analyses},
+                      model=model, test=render_key("test", self.oset), gate=captions_key("test", self.oset, p))
+
+    def _train_cfg(self, seed: int) -> dict:
+        sc = self.sc
+        return {"seed": seed, "batch_size": sc["batch_size"], "lr": sc["lr"], "warmup": sc["warmup"],
+                "weight_decay": sc["weight_decay"], "device": self.device, **self.model_size}
+
+    def scratch(self, probes: bool, analyses: bool) -> list[Stage]:
+        out = []
+        for p in self.data["order_bias"]:
+            for seed in self.sc["seeds"]:
+                key = scratch_key(self.oset, p, seed)
+                out.append(_stage(key, {**self._train_cfg(seed), "captions": self.sc["captions"],
+                                        "steps": self.sc["steps"]},
+                                  data=captions_key("train", self.oset, p)))
+                if probes:
+                    deep = analyses and p == self.ft["order_bias"]
+                    out.append(self._probe(key, p, deep, self.probe["analyses"] if deep else []))
+        return out
+
+    def finetunes(self, probes: bool, analyses: bool) -> list[Stage]:
+        ft, p = self.ft, self.ft["order_bias"]
+        out = []
+        for v in ft["variants"]:
+            for seed in self.sc["seeds"]:
+                key = finetune_key(self.oset, v["name"], seed)
+                options = {"template": "long", "keep": ft["keep"], "pca_rank": ft["pca_rank"],
+                           "short_weight": v.get("short_weight", 0.1)}
+                if v["kind"] == "debias":
+                    options.update({k: v.get(k, True) for k in ("remove_summary", "sample", "pad")})
+                out.append(_stage(key, {
+                    "kind": v["kind"], "variant": v["name"], "seed": seed, "steps": ft["steps"],
+                    "batch_size": ft["batch_size"], "lr": ft["lr"], "warmup": ft["warmup"],
+                    "weight_decay": ft["weight_decay"], "device": self.device, "options": options,
+                    "adam_betas": [0.9, 0.999], "adam_eps": 1e-8},  # the papers' code's AdamW
+                    model=scratch_key(self.oset, p, seed), data=captions_key("train", self.oset, p)))
+                if probes:
+                    out.append(self._probe(key, p, True, self.probe["analyses"] if analyses else []))
+        return out
+
+    def labclip(self) -> list[Stage]:
+        lab, out = self.lab, []
+        for seed in lab["seeds"]:
+            base = colour_base_key(self.oset, seed)
+            out.append(_stage(base, {**self._train_cfg(seed), "captions": ["attributes"], "steps": lab["base_steps"]},
+                              data=captions_key("colors", self.oset, lab["order_bias"])))
+            out.append(_stage(labclip_key(self.oset, seed), {
+                "seed": seed, "steps": lab["steps"], "batch_size": lab["batch_size"], "lr": lab["lr"],
+                "device": self.device, "bootstrap": self.probe["bootstrap"]},
+                model=base, data=render_key("colors", self.oset)))
+        return out

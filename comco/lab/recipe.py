@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from comco.errors import UserError
 from comco.lab import plan_keys
+from comco.manifest import check_file_name
 from comco.record import PRESETS
 
 SCALES = ("smoke", "small", "medium", "full")
@@ -31,6 +32,10 @@ STAGE_NEEDS = {"captions": ("render",), "scratch": ("captions",), "probe": ("scr
 FINETUNE_KINDS = ("longclip", "debias")
 ANALYSES = ("padding", "order", "summary")
 DEVICES = ("auto", "cpu", "cuda")
+# Bounds a run can reach: more images than a dataset holds (comco.plan's MAX_IMAGES) or
+# more steps than any lab scale needs are a typo, refused before the run folder is claimed.
+MAX_IMAGES = 10_000_000
+MAX_STEPS = 10_000_000
 
 
 # ---------------------------------------------------------------- value checks
@@ -70,6 +75,34 @@ def _str() -> Callable:
     return check
 
 
+def _name() -> Callable:
+    """A string that becomes part of a stage id, so of a folder name: one safe file-name
+    component by the object-name rule (no separator, no '..', not hidden)."""
+    def check(path, v):
+        return check_file_name(f"recipe key '{path}'", "the name", v)
+    return check
+
+
+def _seed() -> Callable:
+    """A seed comco takes everywhere (comco.plan's rule: 0..2**63-1)."""
+    def check(path, v):
+        _int(0)(path, v)
+        if not _seed_ok(v):
+            _fail(path, v, "expected a seed in 0..2**63-1")
+        return v
+    return check
+
+
+def _seed_ok(v: int) -> bool:
+    from comco.plan import check_seed
+
+    try:
+        check_seed(v)
+    except UserError:
+        return False
+    return True
+
+
 def _bool() -> Callable:
     def check(path, v):
         if not isinstance(v, bool):
@@ -98,7 +131,7 @@ def _list(item: Callable, min_len: int = 1, unique: bool = True) -> Callable:
 
 
 def _object_set(path, v):
-    _str()(path, v)
+    _name()(path, v)  # a set's name is part of its stages' ids: a path would leave OUT/stages
     from comco.manifest import load_object_set
 
     try:
@@ -111,7 +144,7 @@ def _object_set(path, v):
 # ---------------------------------------------------------------- the schema
 
 VARIANT = {
-    "name": _str(), "kind": _choice(FINETUNE_KINDS), "short_weight": _float(0.0, 1.0),
+    "name": _name(), "kind": _choice(FINETUNE_KINDS), "short_weight": _float(0.0, 1.0),
     "remove_summary": _bool(), "sample": _bool(), "pad": _bool(),
 }
 VARIANT_REQUIRED = ("name", "kind")
@@ -146,29 +179,30 @@ SCHEMA: dict[str, dict[str, Callable]] = {
     # checks from their declarations (comco/lab/plan_keys.py)
     "data": {
         "object_sets": _list(_object_set), "train_objects": _list(_int(1, 5)), "test_objects": _list(_int(2, 5)),
-        "train_images": _int(1), "test_images": _int(1), **plan_keys.schema("data"), "captions": _list(_str()),
-        "seed": _int(0), "test_seed": _int(0), "order_bias": _list(_float(0.0, 1.0)),
+        "train_images": _int(1, MAX_IMAGES), "test_images": _int(1, MAX_IMAGES), **plan_keys.schema("data"),
+        "captions": _list(_str()), "seed": _seed(), "test_seed": _seed(), "order_bias": _list(_float(0.0, 1.0)),
     },
     # render.resolution is the plan's and the models' input size: one whole number, narrower than the plan's
     "render": {"preset": _choice(PRESETS), **plan_keys.schema("render"), "resolution": _int(16, 2048),
                "workers": _int(0, 256), "device": _choice(("cpu", "cuda", "optix"))},
     "scratch": {
-        "seeds": _list(_int(0)), "captions": _list(_str()), "tower": _choice(("vit", "conv")),
+        "seeds": _list(_seed()), "captions": _list(_str()), "tower": _choice(("vit", "conv")),
         "width": _int(32, 4096), "layers": _int(1, 48),
         "patch_size": _int(2, 64), "context_length": _int(8, 512), "batch_size": _int(2),
-        "steps": _int(1), "lr": _float(0.0, 1.0, open_lo=True), "warmup": _int(0),
+        "steps": _int(1, MAX_STEPS), "lr": _float(0.0, 1.0, open_lo=True), "warmup": _int(0, MAX_STEPS),
         "weight_decay": _float(0.0, 10.0),
     },
     "finetune": {
-        "order_bias": _float(0.0, 1.0), "steps": _int(1), "batch_size": _int(2),
-        "lr": _float(0.0, 1.0, open_lo=True), "warmup": _int(0), "weight_decay": _float(0.0, 10.0),
+        "order_bias": _float(0.0, 1.0), "steps": _int(1, MAX_STEPS), "batch_size": _int(2),
+        "lr": _float(0.0, 1.0, open_lo=True), "warmup": _int(0, MAX_STEPS), "weight_decay": _float(0.0, 10.0),
         "keep": _int(1), "pca_rank": _int(1), "variants": _variants,
     },
-    "probe": {"bootstrap": _int(0), "seed": _int(0), "tor_templates": _list(_str()),
+    "probe": {"bootstrap": _int(0, 100_000), "seed": _seed(), "tor_templates": _list(_str()),
               "batch_size": _int(1), "analyses": _list(_choice(ANALYSES))},
-    "labclip": {"order_bias": _float(0.0, 1.0), "images": _int(4), "objects": _list(_int(2, 5)),
-                "seeds": _list(_int(0)), "steps": _int(1), "batch_size": _int(2),
-                "lr": _float(0.0, 1.0, open_lo=True), "base_images": _int(4), "base_steps": _int(1)},
+    "labclip": {"order_bias": _float(0.0, 1.0), "images": _int(4, MAX_IMAGES), "objects": _list(_int(2, 5)),
+                "seeds": _list(_seed()), "steps": _int(1, MAX_STEPS), "batch_size": _int(2),
+                "lr": _float(0.0, 1.0, open_lo=True), "base_images": _int(4, MAX_IMAGES),
+                "base_steps": _int(1, MAX_STEPS)},
     "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES)},
     # competence gates: the least value of each figure a model must reach on the held-out
     # test set before any of its numbers enters a fit, a comparison or a paragraph
@@ -239,6 +273,8 @@ def parse_recipe(text: str, scale: str, path: str = "<recipe>") -> Recipe:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses once per nested array or table
+        raise UserError(f"{path}: nested too deeply to be a recipe (arrays or tables inside each other)") from None
     known = set(TOP) | set(SCHEMA) | {"scales"}
     for key in raw:
         if key not in known:
@@ -277,6 +313,10 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
         for need in STAGE_NEEDS.get(stage, ()):
             if need not in stages:
                 raise UserError(f"recipe key 'stages': stage '{stage}' needs stage '{need}'")
+    if "report" in stages and not {"probe", "labclip"} & set(stages):
+        raise UserError(f"recipe key 'stages' = {stages}: the report reports what 'probe' or 'labclip' measured; "
+                        "add one of them (with the stages they need)")
+    _check_sizes(s, stages)
     seeds = s["scratch"]["seeds"]
     if "probe" in stages and len(seeds) < s["gates"]["min_passing"]:
         raise UserError(f"recipe key 'scratch.seeds' = {seeds}: {len(seeds)} seed(s) per p cannot give "
@@ -304,6 +344,49 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
     if missing:
         raise UserError(f"recipe template '{missing[0]}' (scratch.captions / probe.tor_templates) is not "
                         f"rendered; add it to data.captions")
+
+
+def _check_sizes(s: dict, stages: list[str]) -> None:
+    """Values that are fine alone but not together: objects per scene against the set's
+    size, batches against the images they are drawn from, seeds the graph derives."""
+    from comco.lab.graph import DERIVED_SEED_OFFSETS
+    from comco.manifest import load_object_set
+
+    data, lab = s["data"], s["labclip"]
+    per_scene = [("data.train_objects", data["train_objects"]), ("data.test_objects", data["test_objects"])]
+    if "labclip" in stages:
+        per_scene.append(("labclip.objects", lab["objects"]))
+    for i, name in enumerate(data["object_sets"]):
+        size = len(load_object_set(name).objects)
+        for key, counts in per_scene:
+            if max(counts) > size:
+                raise UserError(f"recipe key '{key}' = {counts}: set '{name}' (data.object_sets[{i}]) has "
+                                f"{size} object(s); use at most {size} per scene")
+    batches = [("scratch.batch_size", s["scratch"]["batch_size"], "data.train_images", data["train_images"])]
+    if "finetune" in stages:
+        batches.append(("finetune.batch_size", s["finetune"]["batch_size"], "data.train_images", data["train_images"]))
+    if "labclip" in stages:
+        batches += [("scratch.batch_size", s["scratch"]["batch_size"], "labclip.base_images", lab["base_images"]),
+                    ("labclip.batch_size", lab["batch_size"], "labclip.images", lab["images"])]
+    for key, batch, images_key, images in batches:
+        if batch > images:
+            raise UserError(f"recipe key '{key}' = {batch}: larger than the {images} images it draws from "
+                            f"({images_key}); use at most {images}")
+    offset = max(DERIVED_SEED_OFFSETS.values())
+    if not _seed_ok(data["seed"] + offset):
+        raise UserError(f"recipe key 'data.seed' = {data['seed']}: the colour renders use data.seed plus up to "
+                        f"{offset}, which must stay a seed (0..2**63-1); use a smaller one")
+
+
+def check_machine(recipe: Recipe) -> None:
+    """What only the machine that runs the recipe can tell (a dry run on another need not
+    pass): `run.device = "cuda"` needs a GPU torch can use."""
+    if recipe.settings["run"]["device"] == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UserError("recipe key 'run.device' = 'cuda': torch finds no GPU on this machine; "
+                            "use \"auto\" or \"cpu\"")
 
 
 def load_recipe(path: str | Path, scale: str) -> Recipe:

@@ -27,7 +27,7 @@ from pathlib import Path
 from comco.errors import UserError
 from comco.io import write_json, write_text
 from comco.lab.graph import Stage, build_stages
-from comco.lab.recipe import Recipe
+from comco.lab.recipe import Recipe, check_machine
 
 LAB_INFO = "lab.json"
 STAGE_INFO = "stage.json"
@@ -36,7 +36,8 @@ RUNS = "runs.jsonl"
 
 
 def stage_dir(out: Path, stage: Stage) -> Path:
-    return out / "stages" / stage.id
+    """OUT/stages/<id>, refused unless it lies directly inside OUT/stages (comco.lab.keys)."""
+    return stage.folder(out)
 
 
 def is_done(out: Path, stage: Stage) -> bool:
@@ -126,6 +127,9 @@ def run_lab(recipe: Recipe, out: Path, *, resume: bool = False, overwrite: bool 
     out = Path(out)
     say = say or (lambda _: None)
     stages = build_stages(recipe)
+    check_machine(recipe)
+    for st in stages:  # every folder inside OUT/stages before anything is written
+        stage_dir(out, st)
     lock = _lock(out)
     try:
         return _run_locked(recipe, out, stages, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads,

@@ -40,7 +40,39 @@ def execute(kind: str, config: dict, deps: dict[str, str], out: str, threads: in
         _set_threads(threads)
     fn = {"render": render, "captions": captions, "scratch": scratch, "finetune": finetune,
           "labclip": labclip, "probe": probe}[kind]
-    return fn(config, dep_paths, out_path)
+    summary = fn(config, dep_paths, out_path)
+    if kind in ("scratch", "finetune", "labclip", "probe"):
+        summary["machine"] = machine(config)
+    return summary
+
+
+def machine(config: dict) -> dict:
+    """Where a stage's numbers were made. Training and probing are bit-reproducible on the
+    same kind of machine, not across CPU types: torch picks its kernels by the CPU's
+    capability (AVX2, AVX512, ...), and a trained model's small differences grow."""
+    import platform
+
+    import torch
+
+    device = _device(config)
+    out = {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+           "threads": torch.get_num_threads(), "device": device, "cpu": _cpu_name(),
+           "machine": platform.machine()}
+    if device == "cuda":
+        out["gpu"] = torch.cuda.get_device_name()
+    return out
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "unknown"
 
 
 def _set_threads(threads: int) -> None:

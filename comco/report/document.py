@@ -22,10 +22,22 @@ class Doc:
 
     def __init__(self):
         self.blocks: list[tuple] = []
+        self._anchors: dict[str, int] = {}
 
-    def h(self, level: int, text: str) -> None:
-        """A heading of `level` (1 = the title)."""
-        self.blocks.append(("h", level, text))
+    def h(self, level: int, text: str) -> str:
+        """A heading of `level` (1 = the title); returns its anchor, as GitHub spells it in
+        Markdown (a repeated heading gets -1, -2, ...) and as the HTML page's id, so
+        `[text](#anchor)` links to it in both."""
+        base = anchor(text)
+        seen = self._anchors.get(base, 0)
+        self._anchors[base] = seen + 1
+        ref = base if seen == 0 else f"{base}-{seen}"
+        self.blocks.append(("h", level, text, ref))
+        return ref
+
+    def extend(self, other: Doc) -> None:
+        """Another document's blocks after these (its headings keep the anchors it gave them)."""
+        self.blocks += other.blocks
 
     def p(self, text: str) -> None:
         """A paragraph."""
@@ -63,7 +75,7 @@ class Doc:
                  f"<style>{STYLE}</style></head><body>"]
         for b in self.blocks:
             if b[0] == "h":
-                parts.append(f"<h{b[1]}>{inline(b[2])}</h{b[1]}>")
+                parts.append(f"<h{b[1]} id='{b[3]}'>{inline(b[2])}</h{b[1]}>")
             elif b[0] == "p":
                 parts.append(f"<p>{inline(b[1])}</p>")
             elif b[0] == "table":
@@ -78,9 +90,16 @@ class Doc:
         return "\n".join(parts)
 
 
+def anchor(text: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, marks dropped, spaces to '-'."""
+    plain = re.sub(r"[`*]", "", text).strip().lower()
+    return re.sub(r"[^\w\- ]", "", plain).replace(" ", "-")
+
+
 def inline(text: str) -> str:
-    """Markdown's inline marks as HTML (text escaped first)."""
+    """Markdown's inline marks as HTML (text escaped first); `[text](#anchor)` links within the page."""
     t = html.escape(text)
+    t = re.sub(r"\[([^\]]+)\]\(#([\w\-]+)\)", r"<a href='#\2'>\1</a>", t)
     t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
     t = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)
     return re.sub(r"\*([^*]+)\*", r"<i>\1</i>", t)

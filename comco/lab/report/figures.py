@@ -1,0 +1,121 @@
+"""The lab report's figures: a sample of the renders, dose-response and bar plots, and
+the findings figure (the two biases against p, with the untrained priors)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from comco.report import error_bars, interval_bars, pyplot, save
+
+
+def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: int = 8) -> Path | None:
+    """Rendered training images, each with its first caption at the lowest and highest p."""
+    from PIL import Image
+
+    scenes = train_root / "scenes.jsonl"
+    if not scenes.is_file():
+        return None
+    recs = [json.loads(line) for line in scenes.read_text(encoding="utf-8").splitlines() if line.strip()]
+    picks = [r for r in recs if len(r["objects"]) >= 3][:k] or recs[:k]
+    ps = sorted(variants)
+    caps = {}
+    for p in (ps[0], ps[-1]) if ps else ():
+        f = variants[p] / "scenes.jsonl"
+        if f.is_file():
+            by_id = {json.loads(line)["id"]: json.loads(line)
+                     for line in f.read_text(encoding="utf-8").splitlines() if line}
+            caps[p] = {i: by_id[i]["captions"].get("and", [""])[0] for i in by_id}
+    plt = pyplot()
+    cols = min(4, len(picks))
+    rows = math.ceil(len(picks) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 4.0 * rows), squeeze=False)  # room for 5 title lines
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, r in zip(axes.flat, picks):
+        with Image.open(train_root / r["image"]) as im:
+            ax.imshow(np.asarray(im.convert("RGB")), interpolation="nearest")
+        large = next(o["name"] for o in r["objects"] if o["size_rank"] == 0)
+        lines = [f"#{r['id']} largest: {large}"] + [f"p={p:g}: {caps[p].get(r['id'], '')}" for p in caps]
+        ax.set_title("\n".join(_wrap(x, 38) for x in lines), fontsize=6.5, loc="left")
+    return save(fig, path)
+
+
+def _wrap(text: str, n: int) -> str:
+    words, lines, cur = text.split(), [], ""
+    for w in words:
+        if len(cur) + len(w) + 1 > n and cur:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}".strip()
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+def dose_plot(path: Path, title: str, ps: list[float], series: dict[str, list[dict]], chance: float | None,
+              ylabel: str) -> Path:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for j, (label, stats) in enumerate(series.items()):
+        y, lo, hi = ([np.nan if s.get(k) is None else 100 * s[k] for s in stats] for k in ("mean", "lo", "hi"))
+        ax.errorbar(np.array(ps) + 0.006 * (j - len(series) / 2), y, yerr=error_bars(y, lo, hi), marker="o",
+                    capsize=3, label=label)
+    if chance is not None:
+        ax.axhline(100 * chance, color="k", linestyle="--", linewidth=1, label="chance (uniform)")
+    ax.set_xlabel("order bias p of the training captions (P[largest object named first])")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return save(fig, path)
+
+
+def bar_plot(path: Path, title: str, groups: list[str], series: dict[str, list[dict]], ylabel: str,
+             chance: float | None = None) -> Path:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 1.5), 3.5))
+    x = np.arange(len(groups))
+    interval_bars(ax, groups, {label: [(s["mean"], s.get("lo"), s.get("hi")) for s in stats]
+                               for label, stats in series.items()})
+    if chance is not None:
+        ax.axhline(100 * chance, color="k", linestyle="--", linewidth=1, label="chance")
+    ax.set_xticks(x, groups, rotation=15, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6)
+    return save(fig, path)
+
+
+def findings_plot(path: Path, title: str, ps: list[float], panels: dict[str, dict[str, list[dict]]],
+                  priors: dict[str, dict[str, dict]], chances: dict[str, dict[str, float]]) -> Path:
+    """One panel per bias (TOR first-mention share, IOR largest-object share), a line per
+    object count against p, the untrained prior of each count at the left (x = "prior")."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.6), squeeze=False)
+    span = (max(ps) - min(ps)) or 1.0
+    x_prior = min(ps) - 0.25 * span
+    for ax, (name, series) in zip(axes[0], panels.items()):
+        for j, (label, stats) in enumerate(series.items()):
+            y, lo, hi = ([np.nan if s.get(k) is None else 100 * s[k] for s in stats] for k in ("mean", "lo", "hi"))
+            shift = 0.01 * span * (j - len(series) / 2)
+            line = ax.errorbar(np.array(ps) + shift, y, yerr=error_bars(y, lo, hi), marker="o", capsize=3,
+                               label=label)
+            colour = line[0].get_color()
+            prior = priors.get(name, {}).get(label)
+            if prior and prior.get("mean") is not None:
+                py, plo, phi = ([np.nan if prior.get(k) is None else 100 * prior[k]] for k in ("mean", "lo", "hi"))
+                ax.errorbar([x_prior + shift], py, yerr=error_bars(py, plo, phi), marker="s", mfc="white",
+                            color=colour, capsize=3)
+            chance = chances.get(name, {}).get(label)
+            if chance is not None:
+                ax.axhline(100 * chance, color=colour, linestyle=":", linewidth=1)
+        ax.set_xticks([x_prior] + list(ps), ["untrained"] + [f"{p:g}" for p in ps])
+        ax.set_xlabel("order bias p of the training captions")
+        ax.set_ylabel("share of top-1 hits (%)")
+        ax.set_title(name, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle(title + " (dotted: chance; hollow squares: the untrained architecture)", fontsize=9)
+    return save(fig, path)

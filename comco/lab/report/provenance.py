@@ -1,0 +1,110 @@
+"""What was run and where: the recipe, versions, datasets, seconds per stage, and the
+machines the numbers were made on (the trainings' and probes' own record of torch, its
+CPU capability, threads and device)."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections import defaultdict
+
+from comco import __version__
+from comco.report import Doc
+
+REPRODUCIBLE = ("The numbers are bit-reproducible on the same kind of machine (the same torch and the same CPU "
+                "capability: a rerun there gives identical models and identical numbers), not across CPU types: "
+                "torch chooses its kernels by the CPU's capability, and training amplifies their rounding "
+                "differences, so a run on another CPU gives other models, and other numbers within the seed "
+                "spread. That is why every verdict is also checked with each seed left out.")
+MACHINE_FIELDS = ("torch", "cpu_capability", "cpu", "machine", "device", "gpu")
+
+
+def machines(info: dict[str, dict]) -> list[dict]:
+    """The distinct machines (MACHINE_FIELDS) the stages that made numbers ran on, each with
+    its stage count and its torch thread counts; stages from before the record are counted apart."""
+    groups: dict[tuple, dict] = {}
+    for i in info.values():
+        m = (i.get("summary") or {}).get("machine")
+        if i.get("kind") not in ("scratch", "finetune", "labclip", "probe"):
+            continue
+        key = tuple((m or {}).get(f) for f in MACHINE_FIELDS) if m else ("not recorded",)
+        g = groups.setdefault(key, {**({f: m.get(f) for f in MACHINE_FIELDS} if m else {"recorded": False}),
+                                    "stages": 0, "threads": set()})
+        g["stages"] += 1
+        if m and m.get("threads") is not None:
+            g["threads"].add(m["threads"])
+    return [{**g, "threads": sorted(g["threads"])} for g in groups.values()]
+
+
+def where_made(info: dict[str, dict]) -> dict:
+    """results.json's record of where the numbers were made."""
+    return {"machines": machines(info), "reproducible": REPRODUCIBLE}
+
+
+def where_made_paragraph(doc: Doc, made: dict) -> None:
+    parts = []
+    for m in made["machines"]:
+        if m.get("recorded") is False:
+            parts.append(f"{m['stages']} stage(s) finished before comco recorded their machine")
+            continue
+        gpu = f", GPU {m['gpu']}" if m.get("gpu") else ""
+        threads = ", ".join(map(str, m["threads"])) or "–"
+        parts.append(f"{m['stages']} stage(s) on {m['cpu']} ({m['machine']}), torch {m['torch']} with CPU "
+                     f"capability {m['cpu_capability']}, device {m['device']}{gpu}, {threads} torch thread(s)")
+    doc.p("**Where the numbers were made** (the trainings and probes, as each recorded it): "
+          + ("; ".join(parts) if parts else "no training or probe stage ran") + ". " + made["reproducible"])
+
+
+def what_was_run(doc: Doc, recipe: dict, stages: list, info: dict[str, dict], made: dict) -> None:
+    from importlib import metadata
+
+    doc.h(2, "What was run")
+    s = recipe["settings"]
+    versions = {}
+    for dist in ("bpy", "torch", "open_clip_torch", "numpy", "matplotlib"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = "not installed"
+    doc.p(f"Recipe `{recipe['name']}` at scale `{recipe['scale']}` (the file is copied to `recipe.toml`); "
+          f"comco {__version__}, Python {platform.python_version()}, "
+          + ", ".join(f"{k} {v}" for k, v in versions.items()) + f"; {platform.platform()}.")
+    where_made_paragraph(doc, made)
+    doc.p(f"Stages: {', '.join(recipe['stages'])}. "
+          f"Order bias p: {', '.join(f'{p:g}' for p in s['data']['order_bias'])}. "
+          f"Training seeds: {', '.join(map(str, s['scratch']['seeds']))}; data seed {s['data']['seed']}, test seed "
+          f"{s['data']['test_seed']}; probe/bootstrap seed {s['probe']['seed']} ({s['probe']['bootstrap']} resamples). "
+          f"Renders: preset `{s['render']['preset']}`, {s['render']['resolution']} px. Scratch CLIP: "
+          f"{'conv' if s['scratch'].get('tower') == 'conv' else 'ViT'} image tower, width "
+          f"{s['scratch']['width']}, {s['scratch']['layers']} layers, patch {s['scratch']['patch_size']}, context "
+          f"{s['scratch']['context_length']}, {s['scratch']['steps']} steps of batch {s['scratch']['batch_size']} "
+          f"(lr {s['scratch']['lr']:g}) on captions {', '.join(s['scratch']['captions'])}.")
+    rows = []
+    for st in stages:
+        if st.kind in ("render", "captions"):
+            sm = info.get(st.id, {}).get("summary", {})
+            if sm:
+                rows.append([st.id, sm.get("images"), sm.get("singles", "–"), sm.get("config_hash"),
+                             sm.get("scenes_sha256")])
+    doc.p("Datasets (`config_hash` as in each dataset.json; `scenes sha256` of scenes.jsonl, first 16 hex digits):")
+    doc.table(["dataset", "images", "singles", "config_hash", "scenes sha256"], rows)
+    by_kind = defaultdict(lambda: [0, 0.0])
+    rows = []
+    for st in stages:
+        i = info.get(st.id)
+        if not i:
+            continue
+        by_kind[st.kind][0] += 1
+        by_kind[st.kind][1] += i["seconds"]
+        rows.append([st.id, st.kind, f"{i['seconds']:.1f}", i.get("threads", "–"),
+                     time.strftime("%Y-%m-%d %H:%M", time.gmtime(i.get("finished", 0)))])
+    done = [i for i in info.values() if i]
+    span = (max(i["finished"] for i in done) - min(i["finished"] - i["seconds"] for i in done)) if done else 0.0
+    doc.p("Wall time per kind of stage (seconds of each stage summed; stages of one kind ran side by side where the "
+          "cores allowed, so the sum exceeds the elapsed time):")
+    doc.table(["kind", "stages", "seconds (sum)"], [[k, v[0], f"{v[1]:.1f}"] for k, v in by_kind.items()])
+    doc.p(f"From the start of the first stage to the end of the last one before the report: {span / 60:.1f} minutes "
+          "(elapsed; if the stages were computed over several runs this includes the time between them; "
+          "`runs.jsonl` logs every run).")
+    doc.p("Every stage (seconds, torch threads, when it finished, UTC):")
+    doc.table(["stage", "kind", "seconds", "threads", "finished"], rows)

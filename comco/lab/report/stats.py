@@ -1,0 +1,131 @@
+"""Numbers across seeds: means with Student-t intervals, paired differences, slopes, and
+how the report prints them (shares as %, with the value's precision on every bound)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# two-sided 95 % Student t quantiles by degrees of freedom
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+ORD = ["1st", "2nd", "3rd", "4th", "5th"]
+
+
+def t95(df: int) -> float:
+    if df <= 0:
+        return float("nan")
+    for k in sorted(_T95):
+        if df <= k:
+            return _T95[k]
+    return 1.96
+
+
+def _present(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def summarize(values, bounds: tuple[float, float] | None = (0.0, 1.0)) -> dict:
+    """Mean and 95 % t-interval across seeds (no interval from a single seed).
+
+    The interval is clipped to `bounds` (shares and accuracies live in [0, 1]); with
+    few seeds a t-interval is wide and would otherwise run past them.
+    """
+    v = np.array([x for x in values if _present(x)], float)
+    if v.size == 0:
+        return {"mean": None, "lo": None, "hi": None, "n": 0, "values": []}
+    m = float(v.mean())
+    if v.size < 2:
+        return {"mean": m, "lo": None, "hi": None, "n": 1, "values": v.tolist()}
+    half = t95(v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
+    lo, hi = m - half, m + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return {"mean": m, "lo": lo, "hi": hi, "n": int(v.size), "values": v.tolist()}
+
+
+def paired(a_vals: list, b_vals: list) -> dict:
+    """Across-seed summary of per-seed differences a - b (seeds aligned)."""
+    return summarize([x - y for x, y in zip(a_vals, b_vals) if _present(x) and _present(y)], (-1.0, 1.0))
+
+
+def slope(xs: list[float], ys: list[float]) -> dict:
+    """Least-squares slope with a 95 % t-interval (df = n - 2)."""
+    x, y = np.array(xs, float), np.array(ys, float)
+    ok = ~np.isnan(y)
+    x, y = x[ok], y[ok]
+    if x.size < 3 or np.ptp(x) == 0:
+        return {"mean": None, "lo": None, "hi": None, "n": int(x.size)}
+    xm = x - x.mean()
+    b = float((xm * (y - y.mean())).sum() / (xm ** 2).sum())
+    resid = y - (y.mean() + b * xm)
+    se = math.sqrt(float((resid ** 2).sum()) / (x.size - 2) / float((xm ** 2).sum()))
+    half = t95(x.size - 2) * se
+    return {"mean": b, "lo": b - half, "hi": b + half, "n": int(x.size)}
+
+
+def width(s: dict) -> float:
+    return float("inf") if s.get("lo") is None else s["hi"] - s["lo"]
+
+
+def pct(s: dict | None, digits: int = 1) -> str:
+    """A share as % with its interval: "53.4 [36.3, 70.6]"."""
+    return _interval(s, 100.0, digits)
+
+
+def num(s: dict | None, digits: int = 3) -> str:
+    """A raw figure with its interval: "0.123 [0.101, 0.145]"."""
+    return _interval(s, 1.0, digits)
+
+
+def _interval(s: dict | None, scale: float, digits: int) -> str:
+    if not s or s.get("mean") is None:
+        return "–"
+    if s.get("lo") is None:
+        return f"{scale * s['mean']:.{digits}f} (1 seed)"
+    return f"{scale * s['mean']:.{digits}f} [{scale * s['lo']:.{digits}f}, {scale * s['hi']:.{digits}f}]"
+
+
+def signed(d: dict, unit: str = " points") -> str:
+    """A difference in points with its interval ("+5.9 points [+2.4, +9.3]")."""
+    if d.get("mean") is None:
+        return "not measured"
+    if d.get("lo") is None:
+        return f"{100 * d['mean']:+.1f}{unit}, one seed"
+    return f"{100 * d['mean']:+.1f}{unit} [{100 * d['lo']:+.1f}, {100 * d['hi']:+.1f}]"
+
+
+def cell(f: dict | None) -> str:
+    """A gate figure with its bootstrap interval, the bounds at the value's precision
+    (99.8 [99.4, 100.0], never 99.8 [100, 100])."""
+    if not f or f.get("value") is None or (isinstance(f["value"], float) and math.isnan(f["value"])):
+        return "–"
+    if f.get("lo") is None:
+        return f"{100 * f['value']:.1f}"
+    return f"{100 * f['value']:.1f} [{100 * f['lo']:.1f}, {100 * f['hi']:.1f}]"
+
+
+def shares(stats: list[dict]) -> list[float | None]:
+    """Per-role share of the hits: value_k / sum of values (None when nothing was hit)."""
+    vals = [s["value"] if s["value"] is not None else float("nan") for s in stats]
+    total = float(np.nansum(vals))
+    return [None if total <= 0 or math.isnan(v) else v / total for v in vals]
+
+
+def metric(res: dict, family: str, n: str, template: str | None = None) -> dict | None:
+    """Per-role shares and raw values of one probe result for n objects."""
+    if family == "tor":
+        block = res.get("tor", {}).get(template, {}).get(n)
+        stats = block["unconditional"] if block else None
+    elif family == "ior":
+        block = res.get("ior", {}).get(n)
+        stats = block["unconditional"] if block else None
+    elif family == "ior_present":
+        stats = res.get("ior_present", {}).get(n)
+    else:
+        stats = res.get("sensitivity", {}).get(n)
+    if not stats:
+        return None
+    return {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
+            "chance": [s.get("chance") for s in stats]}
