@@ -258,8 +258,10 @@ def objects_validate(object_set: Annotated[str, typer.Argument(help="Set name or
     for r in rows:
         typer.echo(f"{r['name']:<14} {r['faces']:>6} faces  {r['seconds'] * 1000:7.1f} ms  "
                    f"{' x '.join(f'{d:g}' for d in r['dimensions'])} m")
-    if bad:
-        raise UserError(bad[0] + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+    if len(bad) == 1:
+        raise UserError(bad[0])
+    if bad:  # one line that names every problem
+        raise UserError(f"{len(bad)} of {len(rows)} objects have problems: " + "; ".join(bad))
     typer.echo(f"{oset.name}: {len(rows)} objects valid")
 
 
