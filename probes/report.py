@@ -41,11 +41,60 @@ PROBE_NOTES = {
 NOTE_KEYS = ("queries", "kept_conditional", "skipped", "gallery", "pairs", "identical", "no_captions", "orphans")
 
 
+MIN_TRIALS = 20  # a number from fewer trials is shown as its count: its interval is too wide to read
+TOO_FEW = (f"A cell built from fewer than {MIN_TRIALS} trials (kept queries for a conditional share) shows its "
+           f"count instead of a number (\"2 of 32 kept: too few to read\"); results.json and the CSV tables keep "
+           f"every number. Each – carries a mark whose reason follows its table.")
+NO_KEPT = "no query had its top-n retrieved items exactly the n objects present"
+
+
 def value(stat: dict) -> float:
     return stat.get("acc", stat.get("mean", float("nan")))
 
 
+def readable(stat: dict | None) -> bool:
+    """A number with enough trials to be read (a stat without a count is taken as it is)."""
+    if stat is None:
+        return False
+    v = value(stat)
+    return not (v is None or (isinstance(v, float) and math.isnan(v))) and stat.get("n", MIN_TRIALS) >= MIN_TRIALS
+
+
+SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+
+
+class Dashes:
+    """The reasons for a table's empty cells: each "–" carries the mark of its reason, and
+    the reasons follow the table as footnotes."""
+
+    def __init__(self):
+        self.reasons: list[str] = []
+
+    def dash(self, why: str) -> str:
+        if why not in self.reasons:
+            self.reasons.append(why)
+        return "–" + "".join(SUPERSCRIPTS[int(d)] for d in str(self.reasons.index(why) + 1))
+
+    def note(self) -> str:
+        return " ".join(f"{self.dash(why)[1:]} {why}." for why in self.reasons)
+
+
+def cell(stat: dict | None, dashes: Dashes, *, of: int | None = None, missing: str = "not measured",
+         unit: str = "trials") -> str:
+    """A table cell: the number with its interval, its count when too few trials ("2 of 32 kept:
+    too few to read", `of` the queries a conditional share was kept from), or a marked dash."""
+    if stat is None:
+        return dashes.dash(missing)
+    v, n = value(stat), stat.get("n")
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return dashes.dash(f"0 of {of} kept: {NO_KEPT}" if of else f"no {unit}")
+    if n is not None and n < MIN_TRIALS:
+        return f"{n} of {of} kept: too few to read" if of is not None else f"{n} {unit}: too few to read"
+    return fmt(stat)
+
+
 def fmt(stat: dict) -> str:
+    """The number and its interval, as the results hold it (cell() applies the minimum)."""
     v = value(stat)
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
@@ -64,34 +113,43 @@ def tables(results: dict) -> dict[str, list[dict]]:
                 for metric, stats in g["metrics"].items():
                     t = merged.setdefault((g["key"], metric), {
                         "group": g["key"], "metric": metric, "n_objects": g.get("n_objects"),
-                        "roles": [], "rows": {}, "notes": {}})
+                        "roles": [], "rows": {}, "notes": {}, "of": {}})
                     for s in stats:
                         if s["role"] not in t["roles"]:
                             t["roles"].append(s["role"])
                     t["rows"][model] = {s["role"]: s for s in stats}
+                    if metric == "conditional":  # the queries each role's share was kept from
+                        t["of"][model] = {s["role"]: s["n"] for s in g["metrics"].get("unconditional", [])}
                     t["notes"][model] = {k: g[k] for k in NOTE_KEYS if k in g}
         out[probe] = list(merged.values())
     return out
 
 
 def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
-    """(header, rows, counts note) of one table: measured rows, a chance row, published rows (marked)."""
-    roles = t["roles"]
+    """(header, rows, note) of one table: measured rows, a chance row, published rows (marked); the
+    note holds the counts and the reason of every "–"."""
+    roles, dashes = t["roles"], Dashes()
     rows, chance = [], {}
     for model, by_role in t["rows"].items():
         ns = [by_role[r]["n"] for r in roles if r in by_role]
-        rows.append([model] + [fmt(by_role[r]) if r in by_role else "–" for r in roles] + [_span(ns)])
+        of = t.get("of", {}).get(model, {})
+        rows.append([model] + [cell(by_role.get(r), dashes, of=of.get(r), missing=f"{model} has no {r} column here")
+                               for r in roles] + [_span(ns)])
         for r in roles:
             c = by_role.get(r, {}).get("chance")
             if c is not None and r not in chance:
                 chance[r] = c
     if chance:
-        rows.append(["*chance*"] + [f"{100 * chance[r]:.1f}" if r in chance else "–" for r in roles] + [""])
+        unknown = f"chance unknown (1 / n over kept queries): {NO_KEPT}"
+        rows.append(["*chance*"] + [f"{100 * chance[r]:.1f}" if r in chance else dashes.dash(unknown)
+                                    for r in roles] + [""])
     for p in published_rows(probe, t["metric"], t["n_objects"]):
         rows.append([f"*published:* {p['label']} ({p['source']})"]
-                    + [f"{p['values'][r]:.2f}" if r in p["values"] else "–" for r in roles] + [""])
+                    + [f"{p['values'][r]:.2f}" if r in p["values"] else
+                       dashes.dash(f"{p['source']} gives no number for this column") for r in roles] + [""])
     notes = "; ".join(f"{m}: " + ", ".join(f"{k} {v}" for k, v in n.items()) for m, n in t["notes"].items() if n)
-    return ["model", *roles, "n"], rows, f"Counts - {notes}." if notes else ""
+    note = " ".join(x for x in (f"Counts - {notes}." if notes else "", dashes.note()) if x)
+    return ["model", *roles, "n"], rows, note
 
 
 def cells_note(probe: str) -> str:
@@ -103,7 +161,7 @@ def cells_note(probe: str) -> str:
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:
     lines = [f"# {TITLES.get(probe, probe)}", "",
              f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
-             f"seed {results['seed']}. {cells_note(probe)}", ""]
+             f"seed {results['seed']}. {cells_note(probe)} {TOO_FEW}", ""]
     if probe in PROBE_NOTES:
         lines += [PROBE_NOTES[probe], ""]
     for t in tabs:
@@ -161,16 +219,18 @@ def _panel(ax, probe: str, t: dict, scale: float) -> float:
 
     roles, models = t["roles"], list(t["rows"])
     x = np.arange(len(roles))
-    interval_bars(ax, roles, {m: [(value(s), s["lo"], s["hi"]) if s else None for s in map(t["rows"][m].get, roles)]
-                              for m in models}, scale=scale)
-    width = 0.8 / max(1, len(models))  # interval_bars' layout: mark the bars that have no data
+    interval_bars(ax, roles, {m: [(value(s), s["lo"], s["hi"]) if readable(s) else None
+                                  for s in map(t["rows"][m].get, roles)] for m in models}, scale=scale)
+    width = 0.8 / max(1, len(models))  # interval_bars' layout: mark the bars that have no (readable) data
     for j, m in enumerate(models):
         for i, r in enumerate(roles):
-            v = value(t["rows"][m].get(r, {}))
-            if v is None or math.isnan(v):
-                ax.text(i + (j - (len(models) - 1) / 2) * width, 0, "n/a", ha="center", va="bottom", rotation=90,
+            s = t["rows"][m].get(r)
+            if not readable(s):
+                v = None if s is None else value(s)
+                mark = "n/a" if v is None or math.isnan(v) else f"n={s['n']}<{MIN_TRIALS}"
+                ax.text(i + (j - (len(models) - 1) / 2) * width, 0, mark, ha="center", va="bottom", rotation=90,
                         fontsize=6, color="0.45")
-    top = [scale * s[k] for m in models for s in t["rows"][m].values() for k in ("hi", "acc", "mean")
+    top = [scale * s[k] for m in models for s in t["rows"][m].values() if readable(s) for k in ("hi", "acc", "mean")
            if isinstance(s.get(k), (int, float)) and not math.isnan(s[k])]
     chance = [next((t["rows"][m][r].get("chance") for m in models if r in t["rows"][m]
                     and t["rows"][m][r].get("chance") is not None), None) for r in roles]

@@ -166,7 +166,7 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
         "dataset": {"root": str(dataset) if dataset else None,
                     "hash": (data.hash if data else info.get("object_set_hash")),
                     "object_set": info.get("object_set"), "object_set_hash": info.get("object_set_hash"),
-                    "records": len(data.records) if data else 0, "gallery": len(names)},
+                    "records": len(data.records) if data else 0, **_scene_counts(data), "gallery": len(names)},
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()},
         "models": [], "skipped": skipped, "probes": {},
     }
@@ -187,6 +187,17 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
                                   "context_length": loaded.context_length, "seconds": time.perf_counter() - t0,
                                   "cache": dict(emb.stats)})
     return results
+
+
+def _scene_counts(data) -> dict:
+    """Scenes and pair variants apart (a pair dataset's records are both)."""
+    from comco.data.pairing import pair_entry
+    from comco.record import PAIR_BASE
+
+    if data is None:
+        return {"scenes": 0, "variants": 0}
+    variants = sum(1 for r in data.records if (e := pair_entry(r)) and e["factor"] != PAIR_BASE)
+    return {"scenes": len(data.records) - variants, "variants": variants}
 
 
 def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[str, list]:
