@@ -189,6 +189,10 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
     return results
 
 
+TASKS = {"tor": "TOR", "ior": "IOR", "i2tor": "I2TOR", "matching": "matching", "toc": "TOC", "ioc": "IOC",
+         "binding": "binding", "attention": "attention", "pairs": "pairs"}
+
+
 def _scene_counts(data) -> dict:
     """Scenes and pair variants apart (a pair dataset's records are both)."""
     from comco.data.pairing import pair_entry
@@ -204,6 +208,7 @@ def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[
     from comco.probes import attention, binding, ior, linear, matching, pairs, texts, tor
 
     kw = {"n_boot": opts.n_boot, "seed": opts.seed}
+    emb.task = TASKS.get(probe, probe)  # the progress bars' "TOR: embedding 616 captions (template and)"
     book = texts.template_book(data.info if data else None)
     if probe == "tor":
         if opts.text_only:
