@@ -277,9 +277,13 @@ def _parse_object(where: str, raw, palette: dict, root: Path) -> ObjectSpec:
         if not path.is_file():
             raise UserError(f"{where}: mesh file '{ref}' not found in {root}")
     colors = _texts(where, "colors", raw.get("colors", []))
-    unknown_colors = [c for c in colors if colorable and c not in palette]
+    # A mesh is painted in the colour its captions name, so even its own (fixed) colour needs
+    # the palette's RGB; a builder's fixed colours are built in.
+    unknown_colors = [c for c in colors if (colorable or kind == "mesh") and c not in palette]
     if unknown_colors:
-        raise UserError(f"{where}: colour '{unknown_colors[0]}' is not in the set's palette")
+        own = "" if colorable else (" (a mesh is painted in the colour its captions name: add "
+                                    f"{unknown_colors[0]} = [r, g, b] to [palette], or drop the colour)")
+        raise UserError(f"{where}: colour '{unknown_colors[0]}' is not in the set's palette{own}")
     for c in colors:
         check_file_name(where, "colour", c)  # a single's id is NAME-COLOUR
     yaw_range = _number(where, "yaw_range", raw.get("yaw_range", 30.0), 0.0, 180.0)

@@ -26,7 +26,8 @@ from comco.scenes.parts import join_and_normalize
 
 CACHE_DIR = ".comco-cache"
 # Raise when import_file or _normalize changes what they make: old cache files then miss.
-IMPORT_VERSION = 2
+IMPORT_VERSION = 3
+UNPAINTED_RGB = (0.8, 0.8, 0.8)  # a mesh file without materials: Blender's default grey
 
 
 def file_hash(path: Path) -> str:
@@ -36,10 +37,12 @@ def file_hash(path: Path) -> str:
 def cache_key(spec, root: Path) -> str:
     """Everything that enters the import: the file, the entry's settings that import_file and
     _normalize read (rotation fix, the size the longest side is scaled to, the object name a
-    .blend is read by), the importer (by suffix) and the code and Blender that ran it."""
+    .blend is read by, whether its materials are made paintable), the importer (by suffix) and
+    the code and Blender that ran it."""
     settings = {
         "file": file_hash(root / spec.source_ref), "suffix": Path(spec.source_ref).suffix.lower(),
         "name": spec.name, "rotation_fix": list(spec.rotation_fix), "dimensions_m": list(spec.dimensions_m),
+        "paintable": spec.colorable or bool(spec.colors),
         "import_version": IMPORT_VERSION, "blender": bpy.app.version_string,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
@@ -135,7 +138,23 @@ def _normalize(meshes: list, spec, src: Path) -> bpy.types.Object:
             f"fix the mesh's units or its manifest size"
         )
     joined.data.transform(__import__("mathutils").Matrix.Scale(k, 4))
+    if spec.colorable or spec.colors:
+        _paintable(joined, spec.name)
     return joined
+
+
+def _paintable(ob: bpy.types.Object, name: str) -> None:
+    """Mark every material as primary, so a record's colour repaints the whole mesh (a file's
+    own materials are not comco's builders' primaries); a mesh without one gets one."""
+    from comco.scenes.materials import PRIMARY_PREFIX, make_material
+
+    if not ob.data.materials:
+        ob.data.materials.append(None)
+    for i, mat in enumerate(ob.data.materials):
+        if mat is None:  # an empty slot renders in Blender's default grey
+            ob.data.materials[i] = make_material(f"{PRIMARY_PREFIX}{name}.body", UNPAINTED_RGB)
+        elif not mat.name.startswith(PRIMARY_PREFIX):
+            mat.name = f"{PRIMARY_PREFIX}{name}.{mat.name}"
 
 
 def _load_blend(path: Path, name: str, spec, normalize: bool = False) -> bpy.types.Object:
