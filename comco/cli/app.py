@@ -233,7 +233,7 @@ def objects_preview(
 def objects_show(
     object_set: Annotated[str, typer.Argument(help="Set name or folder.")],
     name: Annotated[str, typer.Argument(help="Object name.")], out: Out,
-    preset: Annotated[str, typer.Option(help="draft or cycles.")] = "cycles",
+    preset: Annotated[str, typer.Option(help="draft (default, as preview) or cycles.")] = "draft",
     size: Annotated[int, typer.Option(help="Image size in pixels.")] = 384,
 ):
     """Render one object alone to a PNG."""
