@@ -237,6 +237,7 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
           f"gallery of {ds.get('gallery', '-')} names); seed {results['seed']}, {results['n_boot']} bootstrap "
           f"resamples; models: " + ", ".join(f"`{m['label']}`" for m in results["models"]) + ".")
     doc.p(TOO_FEW)  # the minimum, stated once for the page
+    doc.toc()
     head = headline(results)
     _headline_section(doc, results, head)
     if len(results["models"]) > 1:
@@ -247,12 +248,16 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
         if probe in PROBE_NOTES:
             doc.p(PROBE_NOTES[probe])
         doc.img(figures.get(probe), f"{probe}: every table of the probe, object counts as panels")
+        # the figure shows them all; the tables themselves unfold on a click (and stay in PROBE.md)
+        doc.fold(f"{len(probe_tabs)} {'table' if len(probe_tabs) == 1 else 'tables'} of {probe.upper()}, one per "
+                 f"group and metric (also in {probe}.md and {probe}.csv)")
         for t in probe_tabs:
             header, rows, notes = table_block(probe, t)
             doc.h(3, f"{t['group']} - {t['metric']}")
             doc.table(header, rows)
             if notes:
                 doc.p(notes)
+        doc.end_fold()
     if results["skipped"]:
         doc.h(2, "Skipped")
         doc.p("; ".join(f"{k}: {why}" for k, why in results["skipped"].items()) + ".")

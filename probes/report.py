@@ -264,9 +264,18 @@ def _lines(widths: list[float]) -> list[list[int]]:
     return lines
 
 
+FIGURE_DPI = 110
+
+
 def probe_figure(path: Path, probe: str, tabs: list[dict]) -> Path:
     """One PNG per probe: a row per (group, metric), a panel per object count in it (wrapped onto more
     lines when wide), one y range per row, one legend."""
+    fig, rect = draw_probe_figure(probe, tabs)
+    return save(fig, path, dpi=FIGURE_DPI, rect=rect)
+
+
+def draw_probe_figure(probe: str, tabs: list[dict]):
+    """The figure of `probe_figure` and the rect its axes keep to (title and legend above them)."""
     import textwrap
 
     plt = pyplot()
@@ -306,16 +315,19 @@ def probe_figure(path: Path, probe: str, tabs: list[dict]) -> Path:
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, h)
-    # as many legend columns as fit the figure's width (a 7 pt character is about 0.06 in), widening it if need be
-    column = 0.5 + 0.06 * max((len(label) for label in handles), default=0)
+    # as many legend columns as fit the figure's width (an 8 pt character is about 0.07 in), widening it if need be
+    column = 0.5 + 0.07 * max((len(label) for label in handles), default=0)
     width = max(width, min(18.0, column + 0.2))
     ncol = max(1, min(4, len(handles), int((width - 0.2) // column)))
-    legend_h = 0.3 + 0.2 * -(-len(handles) // ncol)  # inches: one line per legend row
-    height = fig.get_figheight() + legend_h
+    # Title, then the legend, above the first row of panels: neither is drawn over a panel's
+    # title, and the legend sits by the panels it explains however many rows follow.
+    title_h, legend_h = 0.4, 0.1 + 0.18 * -(-len(handles) // ncol)  # inches: one 8 pt line per legend row
+    height = fig.get_figheight() + title_h + legend_h
     fig.set_size_inches(width, height)
-    fig.suptitle(TITLES.get(probe, probe), fontsize=10)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
-    return save(fig, path, dpi=110, rect=(0, legend_h / height, 1, 1))
+    fig.suptitle(TITLES.get(probe, probe), fontsize=10, y=1 - 0.08 / height, va="top")
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 1 - title_h / height),
+               ncol=ncol, fontsize=8, frameon=False)
+    return fig, (0, 0, 1, 1 - (title_h + legend_h) / height)
 
 
 def figure_path(out: Path, probe: str) -> Path:

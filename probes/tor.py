@@ -69,7 +69,7 @@ def tor_dataset(data, embedder, template_names: list[str], *, n_boot: int, seed:
                 clusters[n].append(rec["id"])
         if not queries:
             continue
-        with named(embedder, f"gallery texts ({GALLERIES[gallery]}, template {tname})"):
+        with named(embedder, f"gallery texts ({GALLERIES.get(gallery, gallery)}, template {tname})"):
             gallery_emb = embedder.texts(gallery_texts(template, data.names, data.object_set, gallery))
         for n in sorted(queries):
             with named(embedder, f"{n}-object captions (template {tname})"):
@@ -86,7 +86,7 @@ def tor_text_only(names: list[str], object_set, embedder, template, counts: list
                   names_label: str | None = None) -> list[dict]:
     """TOR from names alone: balanced ordered tuples written with `template`
     (`names_label` names a fixed list such as coco90 in the group keys)."""
-    with named(embedder, f"gallery texts ({GALLERIES[gallery]}, template {template.name})"):
+    with named(embedder, f"gallery texts ({GALLERIES.get(gallery, gallery)}, template {template.name})"):
         gallery_emb = embedder.texts(gallery_texts(template, names, object_set, gallery))
     groups = []
     for n in counts:

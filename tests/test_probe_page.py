@@ -161,7 +161,11 @@ def test_page_renders_in_chromium(run, tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "probe_page.py"), "--out", str(out),
                         "--screenshot", str(tmp_path / "page.png")], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
-    assert r.stdout.count("\nok ") + r.stdout.startswith("ok ") == len(list((out / "plots").iterdir()))
+    lines = r.stdout.splitlines()
+    figures = [ln for ln in lines if ln.startswith("ok ") and "loaded True" in ln]
+    assert len(figures) == len(list((out / "plots").iterdir()))
+    layouts = [ln for ln in lines if ln.endswith(" layout")]  # the figures' titles, legends, labels
+    assert sorted(layouts) == sorted(f"ok   {p.stem} layout" for p in (out / "plots").iterdir())
 
 
 # ---------------------------------------------------------------- the page's rules, on planted results

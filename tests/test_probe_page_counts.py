@@ -116,3 +116,19 @@ def test_scenes_and_variants_are_counted_apart():
     plain = [r for r in records if r["pair"]["factor"] == "base"]
     assert _scene_counts(ProbeData(root=Path("/p"), info={}, records=plain, singles=[], names=[],
                                    image_path=lambda r: r)) == {"scenes": 4, "variants": 0}
+
+
+def test_the_page_has_a_table_of_contents_and_folds_each_probes_tables(tmp_path):
+    res = results({"tor": {"m (none)": [tor_group(kept=24, queries=40)]}}, asked=["tor"])
+    doc = page(res, tables(res), {})
+    md, html = doc.markdown(tmp_path), doc.html("t")
+    sections = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
+    assert sections[:2] == ["Headline", "TOR: text-based object retrieval, by mention position"]
+    anchors = re.findall(r"^- \[([^]]+)\]\(#([^)]+)\)$", md, flags=re.M)
+    assert [a for a, _ in anchors] == sections
+    ids = re.findall(r"<h2 id='([^']+)'>", html)
+    assert [s for _, s in anchors] == ids and all(f"href='#{i}'" in html for i in ids)
+    tor = md.split("## TOR", 1)[1]
+    folded = tor.split("<details><summary>", 1)[1].split("</details>", 1)[0]
+    assert folded.startswith("2 tables of TOR") and "### and, 4 objects, bare-name gallery - conditional" in folded
+    assert html.count("<details>") == 1 and "<summary>2 tables of TOR" in html

@@ -35,6 +35,17 @@ class Doc:
         """A table: a header and rows of cells (turned into text)."""
         self.blocks.append(("table", header, [[str(c) for c in r] for r in rows]))
 
+    def toc(self) -> None:
+        """A table of contents here: a link to every level-2 heading of the document."""
+        self.blocks.append(("toc",))
+
+    def fold(self, summary: str) -> None:
+        """Fold the blocks up to `end_fold()` behind a one-line summary (<details>, open on a click)."""
+        self.blocks.append(("fold", summary))
+
+    def end_fold(self) -> None:
+        self.blocks.append(("end_fold",))
+
     def img(self, path: Path | None, alt: str) -> None:
         """A figure (a PNG file); None adds nothing, so a figure that could not be drawn leaves no hole."""
         if path is not None:
@@ -44,7 +55,13 @@ class Doc:
         """Markdown with figure paths relative to `root` (the folder the .md file goes in)."""
         out = []
         for b in self.blocks:
-            if b[0] == "h":
+            if b[0] == "toc":
+                out += [f"- [{text}](#{slug})" for text, slug in self._sections()] + [""]
+            elif b[0] == "fold":  # GitHub renders the Markdown inside, after a blank line
+                out += [f"<details><summary>{html.escape(b[1])}</summary>", ""]
+            elif b[0] == "end_fold":
+                out += ["</details>", ""]
+            elif b[0] == "h":
                 out += ["#" * b[1] + " " + b[2], ""]
             elif b[0] == "p":
                 out += [b[1], ""]
@@ -58,9 +75,17 @@ class Doc:
         """One HTML page, figures embedded as data URLs."""
         parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
                  f"<style>{STYLE}</style></head><body>"]
+        slugs = iter(slug for _, slug in self._headings())
         for b in self.blocks:
-            if b[0] == "h":
-                parts.append(f"<h{b[1]}>{inline(b[2])}</h{b[1]}>")
+            if b[0] == "toc":
+                parts.append("<nav><ul>" + "".join(f"<li><a href='#{slug}'>{inline(text)}</a></li>"
+                                                   for text, slug in self._sections()) + "</ul></nav>")
+            elif b[0] == "fold":
+                parts.append(f"<details><summary>{inline(b[1])}</summary>")
+            elif b[0] == "end_fold":
+                parts.append("</details>")
+            elif b[0] == "h":
+                parts.append(f"<h{b[1]} id='{next(slugs)}'>{inline(b[2])}</h{b[1]}>")
             elif b[0] == "p":
                 parts.append(f"<p>{inline(b[1])}</p>")
             elif b[0] == "table":
@@ -73,6 +98,29 @@ class Doc:
                 parts.append(f"<p><img alt='{html.escape(b[2])}' src='data:image/png;base64,{data}'></p>")
         parts.append("</body></html>")
         return "\n".join(parts)
+
+
+    def _headings(self) -> list[tuple[str, str]]:
+        """(text, anchor) of every heading, anchors as GitHub makes them (duplicates numbered)."""
+        seen: dict[str, int] = {}
+        out = []
+        for b in self.blocks:
+            if b[0] == "h":
+                base = slug(b[2])
+                n = seen.get(base, 0)
+                seen[base] = n + 1
+                out.append((b[2], base if n == 0 else f"{base}-{n}"))
+        return out
+
+    def _sections(self) -> list[tuple[str, str]]:
+        levels = [b[1] for b in self.blocks if b[0] == "h"]
+        return [h for h, level in zip(self._headings(), levels) if level == 2]
+
+
+def slug(heading: str) -> str:
+    """GitHub's heading anchor: lower case, marks dropped, spaces as hyphens."""
+    text = re.sub(r"[`*]", "", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
 def inline(text: str) -> str:
