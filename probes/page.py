@@ -249,8 +249,8 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
             doc.p(PROBE_NOTES[probe])
         doc.img(figures.get(probe), f"{probe}: every table of the probe, object counts as panels")
         # the figure shows them all; the tables themselves unfold on a click (and stay in PROBE.md)
-        doc.fold(f"{len(probe_tabs)} {'table' if len(probe_tabs) == 1 else 'tables'} of {probe.upper()}, one per "
-                 f"group and metric (also in {probe}.md and {probe}.csv)")
+        doc.fold(f"{len(probe_tabs)} {'table' if len(probe_tabs) == 1 else 'tables'}, one per group and metric "
+                 f"(also in {probe}.md and {probe}.csv)")
         for t in probe_tabs:
             header, rows, notes = table_block(probe, t)
             doc.h(3, f"{t['group']} - {t['metric']}")

@@ -243,6 +243,7 @@ def _panel(ax, probe: str, t: dict, scale: float) -> float:
         ax.plot(x, ys, linestyle="none", marker="x", markersize=5, color=f"C{(k + len(models)) % 10}",
                 label=f"published: {p['label']}")
         top += [y for y in ys if not math.isnan(y)]
+    ax.set_xlim(-0.5, len(roles) - 0.5)  # every role's place, bars or not (a panel of marks only included)
     long_labels = sum(len(r) for r in roles) > 6 * len(roles)
     ax.set_xticks(x, roles, rotation=30 if long_labels else 0, ha="right" if long_labels else "center", fontsize=7)
     ax.tick_params(axis="y", labelsize=7)

@@ -30,17 +30,30 @@ def test_the_tor_figure_has_no_collisions_and_its_legend_is_beside_the_first_pan
     pyplot().close(fig)
 
 
+def test_a_panel_without_any_number_keeps_its_marks_inside():
+    tor = tor_results()
+    for groups in tor["probes"]["tor"].values():
+        for g in groups:  # no kept query anywhere: every conditional cell is a mark, not a bar
+            g["metrics"]["conditional"] = [dict(s, acc=float("nan"), lo=float("nan"), hi=float("nan"), n=0, chance=None)
+                                           for s in g["metrics"]["conditional"]]
+    fig, rect = draw_probe_figure("tor", tables(tor)["tor"])
+    assert layout_problems(fig, FIGURE_DPI, rect) == []
+    pyplot().close(fig)
+
+
 def test_the_checker_sees_overlaps_tiny_legends_and_clipped_labels():
     plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(6, 5))
     for ax in axes.flat:
         ax.bar([0, 1], [1, 2], label="measured")
         ax.set_title("3 objects", fontsize=8)
-    fig.suptitle("TOR: text-based object retrieval", fontsize=10, y=0.52)  # between the rows
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", fontsize=4)
+    fig.suptitle("TOR: text-based object retrieval", fontsize=10)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="center", bbox_to_anchor=(0.3, 0.7), fontsize=4)
     axes[1, 1].set_xlabel("a label that runs far past the right edge of the figure " * 3)
+    axes[0, 1].text(5.0, 0.5, "n/a")  # a mark beyond the panel's last bar
     problems = layout_problems(fig, 110, rect=(0, 0.05, 1, 1))
-    assert any(p.startswith("figure title overlaps panel") for p in problems), problems
+    assert any(p.startswith("legend 1 overlaps panel") for p in problems), problems
     assert any(p.startswith("legend 1:") and "px letters" in p for p in problems), problems
     assert any("axis label" in p and "cut by the figure's edge" in p for p in problems), problems
+    assert any("mark 'n/a' lies outside the panel" in p for p in problems), problems
     plt.close(fig)

@@ -65,7 +65,7 @@ MIN_TEXT_PX = 10  # a legend's or title's letters at 100 % zoom: smaller is hard
 def layout_problems(fig, dpi: int, rect: tuple | None = None) -> list[str]:
     """What a reader would stumble on in a figure, laid out as `save` lays it out: the figure's
     title, legends and panel titles that overlap one another or a panel, text drawn past the
-    figure's edge, and legend or title letters under MIN_TEXT_PX at `dpi`."""
+    figure's edge, a panel's marks outside it, and legend or title letters under MIN_TEXT_PX."""
     fig.set_dpi(dpi)
     fig.tight_layout(rect=rect)
     fig.canvas.draw()
@@ -95,6 +95,11 @@ def layout_problems(fig, dpi: int, rect: tuple | None = None) -> list[str]:
         if box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1:
             problems.append(f"{name} is cut by the figure's edge")
     for j, ax in enumerate(panels):
+        inside = ax.get_window_extent(renderer)
+        for mark in ax.texts:  # marks drawn in a panel ("n/a") belong inside it
+            box = mark.get_window_extent(renderer)
+            if mark.get_text() and (box.x0 < inside.x0 - 1 or box.x1 > inside.x1 + 1):
+                problems.append(f"panel {j + 1}'s mark '{mark.get_text()}' lies outside the panel")
         for label in (ax.xaxis.label, ax.yaxis.label):
             box = label.get_window_extent(renderer)
             if label.get_text() and (box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1):
