@@ -130,5 +130,6 @@ def test_the_page_has_a_table_of_contents_and_folds_each_probes_tables(tmp_path)
     assert [s for _, s in anchors] == ids and all(f"href='#{i}'" in html for i in ids)
     tor = md.split("## TOR", 1)[1]
     folded = tor.split("<details><summary>", 1)[1].split("</details>", 1)[0]
-    assert folded.startswith("2 tables, one per group and metric") and "### and, 4 objects, bare-name gallery - conditional" in folded
+    assert folded.startswith("2 tables, one per group and metric")
+    assert "### and, 4 objects, bare-name gallery - conditional" in folded
     assert html.count("<details>") == 1 and "<summary>2 tables, one per group" in html
