@@ -187,10 +187,11 @@ def pair_headline_groups(groups: list[dict]) -> list[dict]:
 
 
 def _pairs_headline(doc: Doc, results: dict) -> None:
-    from comco.probes.pairs import ROLES
+    from comco.probes.pairs import CHANCE, ROLES
 
-    doc.p("**Counterfactual pairs**: Winoground's text, image and group scores per factor, over every object "
-          "count (tables per count below): % with a bootstrap 95 % interval over pairs; chance 25 / 25 / 16.7.")
+    chance = ", ".join(f"{r} {100 * CHANCE[r]:.3g}" for r in ROLES if r in CHANCE)
+    doc.p(f"**Counterfactual pairs**: the pair probe's scores ({', '.join(ROLES)}) per factor, over every object "
+          f"count (tables per count below): % with a bootstrap 95 % interval over pairs; chance {chance}.")
     rows, dashes = [], Dashes()
     for model, groups in results["probes"]["pairs"].items():
         for g in pair_headline_groups(groups):

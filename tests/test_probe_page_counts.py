@@ -90,7 +90,7 @@ def pair_group(factor, n_objects, trials, pairs):
             "factor": factor, "template": "and", "n_objects": n_objects, "queries": trials, "pairs": pairs,
             "identical": 0, "no_captions": 0, "orphans": 0,
             "metrics": {"scores": [stat("text", 0.75, trials), stat("image", 0.5, trials),
-                                   stat("group", 0.25, trials, 1 / 6)]}}
+                                   stat("group", 0.25, trials, 1 / 6), stat("matching", 0.625, trials, 0.5)]}}
 
 
 def test_a_pairs_run_headline_holds_the_pair_scores_it_measured(tmp_path):
@@ -102,9 +102,9 @@ def test_a_pairs_run_headline_holds_the_pair_scores_it_measured(tmp_path):
     rows = headline_rows(md)
     assert "not measured" not in md.split("## Headline", 1)[1].split("\n## ", 1)[0]  # no TOR / IOR rows
     assert rows == [["m (none)", "remove (and captions)", "75.0 [75.0, 75.0]", "50.0 [50.0, 50.0]",
-                     "25.0 [25.0, 25.0]", "48 trials, 24 pairs"],
-                    ["m (none)", "swap-size (and captions), 2 objects", "6 trials: too few to read",
-                     "6 trials: too few to read", "6 trials: too few to read", "6 trials, 3 pairs"]]
+                     "25.0 [25.0, 25.0]", "62.5 [62.5, 62.5]", "48 trials, 24 pairs"],
+                    ["m (none)", "swap-size (and captions), 2 objects", *["6 trials: too few to read"] * 4,
+                     "6 trials, 3 pairs"]]
     assert "8 scenes, 48 pair variants" in md and "56 scenes" not in md
     check_every_dash_has_its_reason(md)
 

@@ -24,7 +24,7 @@ LargeFraction = Annotated[float, typer.Option("--large-fraction", help="Image sh
 SmallFraction = Annotated[str, typer.Option("--small-fraction", help="Image share range of small objects, e.g. 0.005-0.01.")]
 Captions = Annotated[str, typer.Option(help="Caption templates to write, comma-separated (default: all that apply).")]
 Templates = Annotated[Optional[Path], typer.Option(help="A TOML file of extra caption templates.")]
-Pairs = Annotated[str, typer.Option("--pairs", help="Counterfactual minimal pairs: per scene, one variant per factor (swap-size, swap-slots, swap-colors, remove, add, count), comma-separated.")]
+Pairs = Annotated[Optional[str], typer.Option("--pairs", help="Counterfactual minimal pairs: per scene, one variant per factor (swap-size, swap-slots, swap-colors, remove, add, count), comma-separated.")]
 Singles = Annotated[bool, typer.Option("--singles", help="Also plan/render one reference image per object (for IOR).")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace a dataset made with another configuration.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue a dataset with the same configuration.")]

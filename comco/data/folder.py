@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -185,6 +186,13 @@ def expected_ids(root: Path, info: dict) -> list[str] | None:
     return ids
 
 
+def failure_counts(failures: list[dict]) -> dict:
+    """dataset.json's failure counts: `failed` counts scene images (with `rendered`, every planned
+    image of the slice), `singles_failed` the single-object renders."""
+    singles = sum(1 for f in failures if str(f.get("key", "")).startswith("single:"))
+    return {"failed": len(failures) - singles, "singles_failed": singles}
+
+
 def pair_factors(info: dict) -> tuple[str, ...]:
     """The --pairs factors a dataset was planned with (empty for an ordinary dataset)."""
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
@@ -235,6 +243,32 @@ def safe_image_path(image, folders: tuple[str, ...] = ("images", "singles")) -> 
         raise UserError(f"record image {image!r} is not a file in {' or '.join(f + '/' for f in folders)}; "
                         f"the records were edited (make the dataset again)")
     return image
+
+
+# The ids comco writes (000042, 000042-swap-size): they become file names and tar keys in exports.
+RECORD_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,99}")
+
+
+def record_key(record) -> str:
+    """A record's id, checked before it names a file or a tar member: one component of the
+    digits, letters, '-' and '_' that comco writes. Anything else (a number, null, '..', a
+    path, a dot that a WebDataset reader would take for an extension) is refused."""
+    rid = record.get("id") if isinstance(record, dict) else None
+    if not isinstance(rid, str) or not RECORD_ID.fullmatch(rid):
+        raise UserError(f"record id {json.dumps(rid)} is not an id comco writes (digits, letters, '-', '_'); "
+                        f"the records were edited (make the dataset again)")
+    return rid
+
+
+def image_file(root: str | Path, record: dict, folders: tuple[str, ...] = ("images",)) -> Path:
+    """The record's image in the dataset folder (safe_image_path), refusing a symbolic link that
+    leads out of it: an export would pack, copy or hard-link the file it points to."""
+    root = Path(root)
+    path = root / safe_image_path(record.get("image"), folders)
+    if path.exists() and not path.resolve().is_relative_to(root.resolve()):
+        raise UserError(f"record {record.get('id')}: image {record['image']} is a symbolic link out of {root}; "
+                        f"copy the file into the dataset")
+    return path
 
 
 def metadata_rows(records: Iterable[dict], template: str = "and") -> Iterator[dict]:

@@ -15,6 +15,11 @@ from comco.record import PAIR_FACTORS, largest
 
 FACTORS = PAIR_FACTORS  # the record's vocabulary: one list of factors for planner and probe
 # The template whose captions name what the factor changes (written by the pair planner).
+# Factors whose captions are false one way only: a caption that leaves an object out is incomplete, not
+# false, for the image that holds it. factor -> (the side whose caption is false for the other side's
+# image, that image's side): remove's base caption names an object its variant lacks; add's variant
+# caption names one its base lacks. Every other factor's captions are each false for the other image.
+ONE_WAY = {"remove": ("base", "variant"), "add": ("variant", "base")}
 FACTOR_TEMPLATES = {"swap-size": "sizes", "swap-slots": "relations", "swap-colors": "attributes",
                     "remove": "and", "add": "and", "count": "counts"}
 

@@ -94,8 +94,12 @@ class PlanConfig:
 
 def parse_pairs(value, flag: str = "--pairs") -> tuple[str, ...]:
     """"swap-size,remove" or a list -> the factors, each once, in PAIR_FACTORS order (`flag` names
-    the option in the error)."""
+    the option in the error). A text that names no factor ('' or ',') is refused: it was given as
+    an option, and would silently plan a dataset without pairs."""
     names = [t.strip() for t in (value.split(",") if isinstance(value, str) else value) if str(t).strip()]
+    if isinstance(value, str) and not names:
+        raise UserError(f"{flag} {value!r} names no factor; give one or more of {', '.join(PAIR_FACTORS)} "
+                        f"(comma-separated), or leave {flag} out")
     bad = [t for t in names if t not in PAIR_FACTORS]
     if bad:
         raise UserError(f"{flag}: unknown factor '{bad[0]}'; known: {', '.join(PAIR_FACTORS)}")
