@@ -12,29 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from comco.cli.options import (
-    Captions,
-    Colors,
-    LargeFraction,
-    LargeSlot,
-    Layout,
-    N,
-    Objects,
-    ObjectSet,
-    OrderBias,
-    OrderPolicy,
-    Orders,
-    Out,
-    Overwrite,
-    Pairs,
-    Quiet,
-    Resolution,
-    Resume,
-    Seed,
-    Singles,
-    SmallFraction,
-    Templates,
-)
+from comco.cli.options import Out, Overwrite, PlanOptions, Quiet, Resume, Singles, with_plan_options
 from comco.cli.say import say
 from comco.errors import UserError
 
@@ -66,18 +44,11 @@ def _register_parts() -> None:
 _register_parts()
 
 
-
-def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                order_bias, large_fraction, small_fraction, captions, templates, pairs=None):
-    """The options of plan and render as a PlanConfig (the one way configs are built); pairs None: no
-    --pairs given (an empty --pairs is refused)."""
+def plan_config(plan_options: dict):
+    """The planning options of plan and render as a PlanConfig (the one way configs are built)."""
     from comco.plan import PlanConfig
 
-    return PlanConfig.from_dict(dict(
-        object_set=object_set, objects=objects, n=n, seed=seed, layout=layout, large_slot=large_slot,
-        resolution=resolution, colors=colors, orders=orders, order_policy=order_policy, order_bias=order_bias,
-        large_fraction=large_fraction, small_fraction=small_fraction, captions=captions, templates=templates,
-        **({} if pairs is None else {"pairs": pairs})))
+    return PlanConfig.from_dict(plan_options)
 
 
 def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:
@@ -97,33 +68,24 @@ def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_
 
 
 @app.command()
-def plan(
-    out: Out, objects: Objects = "2-5", n: N = 100, object_set: ObjectSet = "comco", layout: Layout = "one-large",
-    large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
-    orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
-    large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
-    templates: Templates = None, pairs: Pairs = None, singles: Singles = False, overwrite: Overwrite = False,
-    resume: Resume = False, quiet: Quiet = False,
-):
+@with_plan_options
+def plan(out: Out, plan_options: PlanOptions, singles: Singles = False, overwrite: Overwrite = False,
+         resume: Resume = False, quiet: Quiet = False):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
     from comco.data import run_plan
     from comco.io import require_folder
 
     require_folder(out, "--out")
-    cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                      order_bias, large_fraction, small_fraction, captions, templates, pairs)
+    cfg = plan_config(plan_options)
     stats = run_plan(cfg, out, overwrite=overwrite, resume=resume, quiet=quiet, singles=singles)
     say(quiet, f"planned {stats['images']} {'images' if cfg.pairs else 'scenes'} in {stats['seconds']:.1f} s "
                 f"({stats['replanned']} re-planned to fit) -> {out}")
 
 
 @app.command()
+@with_plan_options
 def render(
-    out: Out, objects: Objects = "2-5", n: N = 100, object_set: ObjectSet = "comco", layout: Layout = "one-large",
-    large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
-    orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
-    large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
-    templates: Templates = None, pairs: Pairs = None, singles: Singles = False,
+    out: Out, plan_options: PlanOptions, singles: Singles = False,
     preset: Annotated[str, typer.Option(help="draft (Workbench, fast), cycles (default) or high; eevee needs a GPU.")] = "cycles",
     samples: Annotated[Optional[int], typer.Option(help="Cycles samples (preset default if unset).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or optix (Cycles on NVIDIA GPUs).")] = "cpu",
@@ -145,8 +107,7 @@ def render(
 
     _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
     require_folder(out, "--out")
-    cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                      order_bias, large_fraction, small_fraction, captions, templates, pairs)
+    cfg = plan_config(plan_options)
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
                          max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
                          min_pixels=min_pixels,

@@ -18,6 +18,7 @@ from typing import Iterable, Iterator
 from comco import GENERATOR, PAIRS_VERSION, PLAN_VERSION, __version__
 from comco.errors import UserError
 from comco.io import read_jsonl
+from comco.record import SceneRecord, SingleRecord
 
 INFO = "dataset.json"
 SCENES = "scenes.jsonl"
@@ -118,10 +119,10 @@ class Dataset:
                             f"make one with `comco plan` or `comco render`")
         self.info = read_info(self.root)
 
-    def records(self) -> Iterator[dict]:
+    def records(self) -> Iterator[SceneRecord]:
         return read_jsonl(self.root / SCENES)
 
-    def complete_records(self) -> list[dict]:
+    def complete_records(self) -> list[SceneRecord]:
         """Every record, refusing a scenes.jsonl that lacks records dataset.json counts: a
         probe or a training run on the rest would silently measure another dataset."""
         records = list(self.records())
@@ -144,7 +145,7 @@ class Dataset:
         raise UserError(f"{self.root / SCENES} lacks records that {INFO} counts (missing: {what}); "
                         f"restore the file or make the dataset again (`comco render --resume`)")
 
-    def singles(self) -> list[dict]:
+    def singles(self) -> list[SingleRecord]:
         path = self.root / SINGLES
         if not path.is_file():
             raise UserError(f"{self.root} has no singles/ reference renders; render with --singles")
@@ -153,7 +154,7 @@ class Dataset:
     def has_singles(self) -> bool:
         return (self.root / SINGLES).is_file()
 
-    def image_path(self, record: dict) -> Path:
+    def image_path(self, record: SceneRecord | SingleRecord) -> Path:
         return self.root / record["image"]
 
     def has_images(self) -> bool:
@@ -271,7 +272,7 @@ def image_file(root: str | Path, record: dict, folders: tuple[str, ...] = ("imag
     return path
 
 
-def metadata_rows(records: Iterable[dict], template: str = "and") -> Iterator[dict]:
+def metadata_rows(records: Iterable[SceneRecord], template: str = "and") -> Iterator[dict]:
     """Rows of a Hugging Face imagefolder `metadata.jsonl` (file_name + texts)."""
     for r in records:
         caps = r.get("captions", {})

@@ -17,7 +17,7 @@ from PIL import Image, UnidentifiedImageError
 from comco.data.folder import Dataset
 from comco.data.pairing import BASE, FACTOR_TEMPLATES, FACTORS, find_pairs, has_pairs, pair_captions
 from comco.errors import UserError
-from comco.plan.config import parse_pairs
+from comco.plan import parse_pairs
 from comco.sheet import Tile, draw_grid, layout, png_text, resample_of, save_png
 
 GAP = 4  # white pixels between cells

@@ -34,6 +34,7 @@ from comco.data.writer import dataset_info, make_planner
 from comco.errors import UserError
 from comco.io import write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
+from comco.plan.worlds import PLAIN
 from comco.progress import progress
 from comco.record import pair_rank
 from comco.render.groups import Group, Schedule, job, owed_scenes, whole_groups
@@ -78,6 +79,8 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
         quiet: no progress display.
     Returns a summary (images, singles, failures, seconds)."""
     check_environment(opts)
+    if opts.preset == "draft" and cfg.world != (PLAIN,):
+        raise UserError("--world: the draft preset (Workbench) shows no HDRI world; use --preset cycles")
     planner = make_planner(cfg)
     info = dataset_info(planner)
     info["config"]["render"] = opts.image_config()
