@@ -76,8 +76,9 @@ def test_ready_stages_start_deepest_chain_first():
 
 
 @pytest.mark.torch
-def test_a_cpu_scale_is_estimated_at_the_cpus_rates():
+def test_a_cpu_scale_is_estimated_at_the_cpus_rates(monkeypatch):
     """smoke, small and medium run on the CPU ([run] device = "cpu"): their estimate is the CPU's."""
+    from comco.lab import estimate
     from comco.lab.estimate import dry_run_lines, estimate_seconds
 
     recipe = load_recipe(RECIPE, "smoke")
@@ -89,7 +90,9 @@ def test_a_cpu_scale_is_estimated_at_the_cpus_rates():
     cpu = estimate_seconds(stages, recipe.settings)
     on_gpu = dict(recipe.settings, run=dict(recipe.settings["run"], device="cuda"))
     gpu = estimate_seconds(stages, on_gpu)
-    assert cpu["scratch-simco-p0-s0"] > gpu["scratch-simco-p0-s0"]  # a core is slower than a GPU
+    monkeypatch.setattr(estimate, "CPU_FLOPS", estimate.CPU_FLOPS / 10)  # a slower core ...
+    assert estimate_seconds(stages, recipe.settings)["scratch-simco-p0-s0"] > cpu["scratch-simco-p0-s0"]
+    assert estimate_seconds(stages, on_gpu) == gpu  # ... changes the CPU scale's estimate, not a GPU one
 
 
 def test_the_schedule_starts_whatever_is_ready():
