@@ -6,8 +6,11 @@ and the screenshot shows each one (not a blank box).
 Without --out it first runs `comco probe` on a tiny painted dataset (5 object names, 3- and
 4-object scenes) with two tiny random checkpoints. It prints, per figure, whether the
 browser loaded it, its natural and drawn size, and the share of non-white pixels inside
-its box on the screenshot; it exits 1 when a figure did not load or draws blank, or when
-the page has fewer figures than plots/ holds. Needs `chromium` (Debian's package).
+its box on the screenshot; then, per probe, what the figure's layout gets wrong, drawn again
+from results.json as the page drew it (comco.report.plots.layout_problems: a title, legend or
+panel title over another or over a panel, text cut at the edge, legend letters under 10 px).
+It exits 1 when a figure did not load, draws blank or has a layout problem, or when the page
+has fewer figures than plots/ holds. Needs `chromium` (Debian's package).
 """
 
 from __future__ import annotations
@@ -129,8 +132,25 @@ def main() -> None:
               f"{100 * im['ink']:.1f} % ink")
     print(f"{len(state['images'])} figures on the page, {len(state['plots'])} in plots/; page {state['height']} px "
           f"tall; browser checks {seconds:.1f} s; page {out / 'report.html'}; screenshot {shot}")
-    if not all(im["ok"] for im in state["images"]) or len(state["images"]) < len(state["plots"]):
+    problems = layout(out)
+    for probe, found in problems.items():
+        print(f"{'ok  ' if not found else 'FAIL'} {probe} layout" + "".join(f"\n     {p}" for p in found))
+    if not all(im["ok"] for im in state["images"]) or len(state["images"]) < len(state["plots"]) or \
+            any(problems.values()):
         sys.exit(1)
+
+
+def layout(out: Path) -> dict[str, list[str]]:
+    """Per probe figure: its layout problems, drawn again from results.json."""
+    from comco.probes.report import FIGURE_DPI, draw_probe_figure, tables
+    from comco.report.plots import layout_problems, pyplot
+
+    found = {}
+    for probe, tabs in tables(json.loads((out / "results.json").read_text())).items():
+        fig, rect = draw_probe_figure(probe, tabs)
+        found[probe] = layout_problems(fig, FIGURE_DPI, rect)
+        pyplot().close(fig)
+    return found
 
 
 if __name__ == "__main__":

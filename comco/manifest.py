@@ -154,8 +154,33 @@ def resolve_set_dir(name_or_path: str | Path) -> Path:
     if path.is_dir():
         raise UserError(f"{path} has no {MANIFEST_NAME}; an object-set folder needs one "
                         "(see README 'Add your own object set')")
-    raise UserError(f"unknown object set '{text}': use one of {', '.join(builtin_sets())} "
-                    f"or a folder with {MANIFEST_NAME}")
+    if "/" not in text and "\\" not in text:
+        named = sets_named(text, Path.cwd())
+        if len(named) == 1:
+            return named[0]
+        if named:
+            raise UserError(f"object set '{text}' is the name of {len(named)} sets here "
+                            f"({', '.join(str(n) for n in named)}); give its folder")
+    raise UserError(f"unknown object set '{text}': use one of {', '.join(builtin_sets())}, a folder with "
+                    f"{MANIFEST_NAME}, or the `name` of a set whose folder is in the current folder")
+
+
+def sets_named(name: str, where: Path) -> list[Path]:
+    """The set folders directly inside `where` whose manifest's `name` is `name` (a dataset
+    records that name, so `--object-set kitchen` finds `my-set/` with `name = "kitchen"`)."""
+    found = []
+    try:
+        folders = sorted(p for p in where.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+    for folder in folders:
+        manifest = folder / MANIFEST_NAME
+        try:
+            if manifest.is_file() and tomllib.loads(manifest.read_text(encoding="utf-8")).get("name") == name:
+                found.append(folder.resolve())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue  # a broken manifest is not the one asked for; loading it by folder says why
+    return found
 
 
 def load_object_set(name_or_path: str | Path) -> ObjectSet:
@@ -277,9 +302,13 @@ def _parse_object(where: str, raw, palette: dict, root: Path) -> ObjectSpec:
         if not path.is_file():
             raise UserError(f"{where}: mesh file '{ref}' not found in {root}")
     colors = _texts(where, "colors", raw.get("colors", []))
-    unknown_colors = [c for c in colors if colorable and c not in palette]
+    # A mesh is painted in the colour its captions name, so even its own (fixed) colour needs
+    # the palette's RGB; a builder's fixed colours are built in.
+    unknown_colors = [c for c in colors if (colorable or kind == "mesh") and c not in palette]
     if unknown_colors:
-        raise UserError(f"{where}: colour '{unknown_colors[0]}' is not in the set's palette")
+        own = "" if colorable else (" (a mesh is painted in the colour its captions name: add "
+                                    f"{unknown_colors[0]} = [r, g, b] to [palette], or drop the colour)")
+        raise UserError(f"{where}: colour '{unknown_colors[0]}' is not in the set's palette{own}")
     for c in colors:
         check_file_name(where, "colour", c)  # a single's id is NAME-COLOUR
     yaw_range = _number(where, "yaw_range", raw.get("yaw_range", 30.0), 0.0, 180.0)

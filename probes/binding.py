@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from comco.errors import UserError
+from comco.probes.embed import named
 from comco.probes.linear import fit_predict, in_test
 from comco.probes.stats import accuracy
 
@@ -28,8 +29,10 @@ def binding(data, embedder, *, test_fraction: float, n_boot: int, seed: int) -> 
     recs = [r for r in data.records if r.get("captions", {}).get("attributes")]
     if not recs:
         raise UserError("probe 'binding' needs `attributes` captions; plan the dataset with --colors")
-    images = embedder.images([data.image_path(r) for r in recs])
-    first_caps = embedder.texts([r["captions"]["attributes"][0] for r in recs])
+    with named(embedder, "colour scene images"):
+        images = embedder.images([data.image_path(r) for r in recs])
+    with named(embedder, "attribute captions"):
+        first_caps = embedder.texts([r["captions"]["attributes"][0] for r in recs])
     test_rec = np.array([in_test(combination_key(r), seed, test_fraction) for r in recs])
 
     metric = []
@@ -62,8 +65,9 @@ def binding(data, embedder, *, test_fraction: float, n_boot: int, seed: int) -> 
             bad.append(swapped)
             ids.append(r["id"])
     if good:
-        g = embedder.texts([c for _, c in good])
-        b = embedder.texts(bad)
+        with named(embedder, "attribute captions and their colour swaps"):
+            g = embedder.texts([c for _, c in good])
+            b = embedder.texts(bad)
         img = images[[i for i, _ in good]]
         hit = np.einsum("ij,ij->i", img, g) > np.einsum("ij,ij->i", img, b)
     else:

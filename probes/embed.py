@@ -13,7 +13,7 @@ import os
 import re
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -121,8 +121,25 @@ def _read_shard(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
     return keys, emb
 
 
+@contextmanager
+def named(embedder, what: str):
+    """Name what the embedding passes inside are of, for their progress bars ("captions (template
+    and)" -> "TOR: embedding 616 captions (template and)"). Any embedder takes it (test fakes too)."""
+    before = getattr(embedder, "what", None)
+    embedder.what = what
+    try:
+        yield embedder
+    finally:
+        embedder.what = before
+
+
 class Embedder:
-    """Normalised text and image embeddings of one loaded model, as float32 numpy arrays."""
+    """Normalised text and image embeddings of one loaded model, as float32 numpy arrays.
+
+    `task` (the probe, "TOR") and `what` (see `named`) make each pass's progress label."""
+
+    task = ""
+    what: str | None = None
 
     def __init__(self, loaded, cache_dir: Path | None = DEFAULT_CACHE, batch_size: int = 64,
                  progress: Callable[[str, int], Callable[[int], None]] | None = None, workers: int = 2):
@@ -157,7 +174,7 @@ class Embedder:
         self.stats[f"{kind}_hits"] += len(unique) - len(todo)
         self.stats[f"{kind}_encoded"] += len(todo)
         if todo:
-            advance = self.progress(f"embed {kind}s", len(todo)) if self.progress else None
+            advance = self.progress(self.label(kind, len(todo)), len(todo), f"{kind}s") if self.progress else None
             new = encode([source[k] for k in todo], advance)
             stale = [k for k, v in found.items() if new.ndim == 2 and v.shape[-1] != new.shape[1]]
             if stale:  # cached vectors of another width are not this model's: encode them too
@@ -171,6 +188,10 @@ class Embedder:
         if not keys:
             return np.zeros((0, 0), np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def label(self, kind: str, count: int) -> str:
+        """"TOR: embedding 616 captions (template and)": the task, the count and what they are."""
+        return f"{self.task + ': ' if self.task else ''}embedding {count} {self.what or kind + 's'}"
 
     def _context(self):
         import torch

@@ -12,6 +12,7 @@ from collections import defaultdict
 import numpy as np
 
 from comco.probes import texts
+from comco.probes.embed import named
 from comco.probes.retrieval import cosine, role_retrieval, size_labels
 from comco.record import measured_ranks
 
@@ -36,10 +37,12 @@ def _by_count(records):
 def ior(data, embedder, *, n_boot: int, seed: int) -> tuple[list[dict], list[dict]]:
     """(groups by size rank, groups by slot)."""
     index, key = _singles_gallery(data)
-    gallery = embedder.images([data.image_path(s) for s in data.singles])
+    with named(embedder, "single-object renders (the gallery)"):
+        gallery = embedder.images([data.image_path(s) for s in data.singles])
     usable = [r for r in data.records if all(key(o) in index for o in r["objects"])]
     skipped = len(data.records) - len(usable)
-    images = embedder.images([data.image_path(r) for r in usable])
+    with named(embedder, "scene images"):
+        images = embedder.images([data.image_path(r) for r in usable])
     row = {r["id"]: i for i, r in enumerate(usable)}
     by_size, by_slot = [], []
     for n, recs in _by_count(usable).items():
@@ -61,8 +64,10 @@ def ior(data, embedder, *, n_boot: int, seed: int) -> tuple[list[dict], list[dic
 
 def i2tor(data, embedder, template, *, n_boot: int, seed: int) -> list[dict]:
     index = {n: i for i, n in enumerate(data.names)}
-    gallery = embedder.texts([texts.write(template, [n], data.object_set) for n in data.names])
-    images = embedder.images([data.image_path(r) for r in data.records])
+    with named(embedder, f"object-name texts (template {template.name})"):
+        gallery = embedder.texts([texts.write(template, [n], data.object_set) for n in data.names])
+    with named(embedder, "scene images"):
+        images = embedder.images([data.image_path(r) for r in data.records])
     row = {r["id"]: i for i, r in enumerate(data.records)}
     groups = []
     for n, recs in _by_count(data.records).items():

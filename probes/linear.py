@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from comco.probes.embed import named
 from comco.probes.retrieval import ORDINALS
 from comco.probes.stats import accuracy
 
@@ -74,7 +75,8 @@ def toc(data, embedder, template_name: str, *, test_fraction: float, n_boot: int
     groups = []
     for n in sorted(rows):
         g = rows[n]
-        x = embedder.texts(g["text"])
+        with named(embedder, f"{n}-object captions"):
+            x = embedder.texts(g["text"])
         labels = np.array(g["labels"])
         test = np.array([in_test(i, seed, test_fraction) for i in g["ids"]])
         metric = [probe_accuracy(x, labels[:, k], test, g["ids"], ORDINALS[k], n_boot=n_boot, seed=seed + k)
@@ -85,7 +87,8 @@ def toc(data, embedder, template_name: str, *, test_fraction: float, n_boot: int
 
 
 def ioc(data, embedder, *, test_fraction: float, n_boot: int, seed: int) -> list[dict]:
-    images = embedder.images([data.image_path(r) for r in data.records])
+    with named(embedder, "scene images"):
+        images = embedder.images([data.image_path(r) for r in data.records])
     by_n = defaultdict(list)
     for i, rec in enumerate(data.records):
         by_n[len(rec["objects"])].append(i)

@@ -17,6 +17,7 @@ from collections import defaultdict
 import numpy as np
 
 from comco.probes import texts
+from comco.probes.embed import named
 from comco.probes.stats import accuracy
 from comco.record import measured_ranks
 
@@ -32,7 +33,8 @@ def scenario_captions(by_size: list[str], absent: str) -> dict[str, tuple[list[s
 
 
 def matching(data, embedder, template, *, max_distractors: int | None, n_boot: int, seed: int) -> list[dict]:
-    images = embedder.images([data.image_path(r) for r in data.records])
+    with named(embedder, "scene images"):
+        images = embedder.images([data.image_path(r) for r in data.records])
     trials = defaultdict(lambda: {s: [] for s in SCENARIOS})  # n -> scenario -> (img, correct, wrong, id)
     caps: dict[str, int] = {}
 
@@ -49,7 +51,8 @@ def matching(data, embedder, template, *, max_distractors: int | None, n_boot: i
         for a in absent:
             for s, (good, bad) in scenario_captions(by_size, a).items():
                 trials[len(by_size)][s].append((i, cap_id(good), cap_id(bad), rec["id"]))
-    text_emb = embedder.texts(list(caps))
+    with named(embedder, f"right and wrong captions (template {template.name})"):
+        text_emb = embedder.texts(list(caps))
     groups = []
     for n in sorted(trials):
         metric = []

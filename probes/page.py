@@ -16,14 +16,18 @@ from pathlib import Path
 
 from comco.io import write_json, write_text
 from comco.probes.report import (
+    ALL_COUNTS,
     PROBE_NOTES,
     TITLES,
+    TOO_FEW,
+    Dashes,
+    cell,
     cells_note,
     csv_text,
     figure_path,
-    fmt,
     markdown,
     probe_figure,
+    readable,
     table_block,
 )
 from comco.probes.report import tables as probe_tables
@@ -84,16 +88,23 @@ def _value(stat: dict | None) -> float:
 
 
 def leaderboard(head: dict, key: str) -> list[tuple[str, dict | None]]:
-    """(model, its headline entry) from the most biased down; models without a number last, in run order."""
+    """(model, its headline entry) from the most biased down; models without a number (or with too
+    few trials to read one) last, in run order."""
     entries = list(head.items())
-    ranked = [e for e in entries if e[1][key] and not math.isnan(_value(e[1][key]["share"]))]
+    ranked = [e for e in entries if e[1][key] and readable(e[1][key]["share"])]
     ranked.sort(key=lambda e: -_value(e[1][key]["share"]))
     return [(m, h[key]) for m, h in ranked] + [(m, h[key]) for m, h in entries if (m, h) not in ranked]
 
 
-def _chance(stat: dict | None) -> str:
+def _chance(stat: dict | None, dashes: Dashes, why: str) -> str:
     c = None if stat is None else stat.get("chance")
-    return "–" if c is None else f"{100 * c:.1f}"
+    return dashes.dash(why) if c is None else f"{100 * c:.1f}"
+
+
+def asked(results: dict, probe: str) -> bool:
+    """The run measured the probe, or was asked for it (every probe when --probes was not given)."""
+    wanted = results.get("options", {}).get("probes")
+    return not wanted or probe in wanted or probe in results["probes"]
 
 
 def _missing(results: dict, ix: BiasIndex) -> str:
@@ -108,43 +119,89 @@ def _missing(results: dict, ix: BiasIndex) -> str:
 
 
 def _headline_section(doc: Doc, results: dict, head: dict) -> None:
-    published = {p["label"]: p for p in published_biases()}
+    indices = [ix for ix in INDICES if asked(results, ix.probe)]
     doc.h(2, "Headline")
+    if indices:
+        _bias_table(doc, results, head, indices)
+    if "pairs" in results["probes"]:
+        _pairs_headline(doc, results)
+
+
+def _bias_table(doc: Doc, results: dict, head: dict, indices: list[BiasIndex]) -> None:
+    published = {p["label"]: p for p in published_biases()}
     doc.p("**First-mention bias**: among TOR queries whose top-n retrieved names are exactly the n objects the "
           "caption mentions (the ComCO paper's conditional metric), the share whose top-1 is the first-mentioned "
           "object; **large-object bias**: the same for IOR (image against single-object renders) and the largest "
           "object by measured pixels. *Raw top-1* is that object's top-1 rate over all queries. % with a bootstrap "
           "95 % interval over images (over tuples with --text-only); chance is 1 / n for a share and 1 / gallery for a "
           "raw rate.")
-    rows, notes = [], []
+    rows, notes, dashes = [], [], Dashes()
     for m in results["models"]:
         match = published_model(m["name"], m.get("pretrained"), m.get("identity", ""))
-        for ix in INDICES:
+        for ix in indices:
             h = head[m["label"]][ix.key]
             ref = published.get(match, {}).get(ix.key) if match else None
-            ref_cell = f"*published:* {match} {ref:.2f}" if ref is not None else "–"
+            ref_cell = (f"*published:* {match} {ref:.2f}" if ref is not None else dashes.dash(
+                f"the ComCO paper has no {ix.name} row for {match}" if match else
+                "the ComCO paper has no row for these weights"))
             if h is None:
-                rows.append([m["label"], ix.name, _missing(results, ix), "–", "–", "–", "–", "–", ref_cell])
+                gone = dashes.dash("not measured: the reason is in 'measured on'")
+                rows.append([m["label"], ix.name, _missing(results, ix), gone, gone, gone, gone, gone, ref_cell])
                 continue
             share, raw = h["share"], h["raw"]
-            rows.append([m["label"], ix.name, h["group"], fmt(share), _chance(share),
-                         "–" if raw is None else fmt(raw), _chance(raw),
-                         f"{share['n']} of {raw['n'] if raw else '?'}", ref_cell])
+            queries = raw["n"] if raw else None
+            rows.append([m["label"], ix.name, h["group"], cell(share, dashes, of=queries),
+                         _chance(share, dashes, "chance is 1 / n over the kept queries, and none was kept"),
+                         cell(raw, dashes, missing="no raw top-1 rate in this group", unit="queries"),
+                         _chance(raw, dashes, "no raw chance in this group"),
+                         f"{share['n']} of {queries if queries is not None else dashes.dash('queries not counted')}",
+                         ref_cell])
         if m.get("pretrained") in (None, "", "none") and not m["name"].startswith(("hf:", "ckpt:")):
             notes.append(f"{m['label']} has random weights: its numbers are the architecture's prior, not a "
                          "trained model's bias.")
     doc.table(["model", "bias", "measured on", "share % [95 % CI]", "chance", "raw top-1 % [95 % CI]", "raw chance",
                "n (kept of queries)", "published (ComCO, 4 objects)"], rows)
-    doc.p("The published column is the ComCO paper's row for the same weights, matched by where the weights come "
+    doc.p(" ".join(x for x in (dashes.note(), "The published column is the ComCO paper's row for the same weights, "
+          "matched by where the weights come "
           "from (the tag `openai` -> CLIP openAI, tags starting `laion` -> CLIP LAION, `datacomp` -> CLIP "
           "Datacomp; Roberta, SigLIP, NegCLIP and SugarCrepe by name); the paper does not state the architecture, "
           "and its IOR rows rest on a few dozen images. It is a reference beside the measured number, never a "
-          "measurement." + (" " + " ".join(notes) if notes else ""))
+          "measurement.", *notes) if x))
     doc.h(3, "Published models (reference only)")
     doc.p(f"{COMCO}: TOR on 4-object captions, IOR on 1 large + 3 small objects; conditional shares, %.")
+    refs = Dashes()
+    gone = "the paper reports no number for this bias and model"
     doc.table(["published model", "first-mention share (TOR 1st)", "large-object share (IOR largest)"],
-              [[f"*published:* {p['label']}", "–" if p["first"] is None else f"{p['first']:.2f}",
-                "–" if p["largest"] is None else f"{p['largest']:.2f}"] for p in published.values()])
+              [[f"*published:* {p['label']}", refs.dash(gone) if p["first"] is None else f"{p['first']:.2f}",
+                refs.dash(gone) if p["largest"] is None else f"{p['largest']:.2f}"] for p in published.values()])
+    if refs.reasons:
+        doc.p(refs.note())
+
+
+def pair_headline_groups(groups: list[dict]) -> list[dict]:
+    """Per factor the group over all its object counts (or its only count), in run order."""
+    by_factor: dict[str, list[dict]] = {}
+    for g in groups:
+        by_factor.setdefault(g["factor"], []).append(g)
+    return [next((g for g in gs if g["n_objects"] is None), gs[0]) for gs in by_factor.values()]
+
+
+def _pairs_headline(doc: Doc, results: dict) -> None:
+    from comco.probes.pairs import CHANCE, ROLES
+
+    chance = ", ".join(f"{r} {100 * CHANCE[r]:.3g}" for r in ROLES if r in CHANCE)
+    doc.p(f"**Counterfactual pairs**: the pair probe's scores ({', '.join(ROLES)}) per factor, over every object "
+          f"count (tables per count below): % with a bootstrap 95 % interval over pairs; chance {chance}.")
+    rows, dashes = [], Dashes()
+    for model, groups in results["probes"]["pairs"].items():
+        for g in pair_headline_groups(groups):
+            stats = {s["role"]: s for s in g["metrics"]["scores"]}
+            where = g["key"].removesuffix(f", {ALL_COUNTS}")
+            rows.append([model, where, *(cell(stats.get(r), dashes) for r in ROLES),
+                         f"{g['queries']} trials, {g['pairs']} pairs"])
+    doc.table(["model", "factor (captions)", *(f"{r} % [95 % CI]" for r in ROLES), "n"], rows)
+    if dashes.reasons:
+        doc.p(dashes.note())
 
 
 def _leaderboard_section(doc: Doc, head: dict) -> None:
@@ -153,13 +210,23 @@ def _leaderboard_section(doc: Doc, head: dict) -> None:
           "last). Overlapping intervals mean the order between those models is not settled.")
     for ix in INDICES:
         doc.h(3, f"By {ix.name} ({ix.says})")
-        rows, board = [], leaderboard(head, ix.key)
-        values = [_value(h["share"]) if h else math.nan for _, h in board]
+        rows, board, dashes = [], leaderboard(head, ix.key), Dashes()
+        values = [_value(h["share"]) if h and readable(h["share"]) else math.nan for _, h in board]
         for (model, h), v in zip(board, values):
             rank = "–" if math.isnan(v) else 1 + sum(w > v for w in values if not math.isnan(w))  # ties share a rank
-            rows.append([rank, model, fmt(h["share"]) if h else "–",
-                         fmt(h["raw"]) if h and h["raw"] else "–", h["group"] if h else "–"])
+            if h is None:
+                gone = dashes.dash("not measured (see the headline)")
+                rows.append([gone, model, gone, gone, gone])
+                continue
+            queries = h["raw"]["n"] if h["raw"] else None
+            if rank == "–":
+                rank = dashes.dash("not ranked: no share, or too few kept queries to read one")
+            rows.append([rank, model, cell(h["share"], dashes, of=queries),
+                         cell(h["raw"], dashes, missing="no raw top-1 rate in this group", unit="queries"),
+                         h["group"]])
         doc.table(["rank", "model", "share % [95 % CI]", "raw top-1 % [95 % CI]", "measured on"], rows)
+        if dashes.reasons:
+            doc.p(dashes.note())
 
 
 def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -> Doc:
@@ -167,9 +234,11 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
     ds = results["dataset"]
     doc = Doc()
     doc.h(1, f"comco probe: {ds.get('root') or 'text-only ' + str(ds.get('object_set'))}")
-    doc.p(f"Dataset `{ds.get('root') or '-'}` (hash {ds.get('hash') or '-'}, {ds.get('records', 0)} scenes, "
+    doc.p(f"Dataset `{ds.get('root') or '-'}` (hash {ds.get('hash') or '-'}, {_counted(ds)}, "
           f"gallery of {ds.get('gallery', '-')} names); seed {results['seed']}, {results['n_boot']} bootstrap "
           f"resamples; models: " + ", ".join(f"`{m['label']}`" for m in results["models"]) + ".")
+    doc.p(TOO_FEW)  # the minimum, stated once for the page
+    doc.toc()
     head = headline(results)
     _headline_section(doc, results, head)
     if len(results["models"]) > 1:
@@ -180,16 +249,28 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
         if probe in PROBE_NOTES:
             doc.p(PROBE_NOTES[probe])
         doc.img(figures.get(probe), f"{probe}: every table of the probe, object counts as panels")
+        # the figure shows them all; the tables themselves unfold on a click (and stay in PROBE.md)
+        doc.fold(f"{len(probe_tabs)} {'table' if len(probe_tabs) == 1 else 'tables'}, one per group and metric "
+                 f"(also in {probe}.md and {probe}.csv)")
         for t in probe_tabs:
             header, rows, notes = table_block(probe, t)
             doc.h(3, f"{t['group']} - {t['metric']}")
             doc.table(header, rows)
             if notes:
                 doc.p(notes)
+        doc.end_fold()
     if results["skipped"]:
         doc.h(2, "Skipped")
         doc.p("; ".join(f"{k}: {why}" for k, why in results["skipped"].items()) + ".")
     return doc
+
+
+def _counted(ds: dict) -> str:
+    """Scenes and pair variants named as such ("8 scenes, 48 variants"), not one count of records."""
+    if "scenes" not in ds:  # results.json from before the split: only the records are known
+        return f"{ds.get('records', 0)} records"
+    variants = f", {ds['variants']} pair variants" if ds.get("variants") else ""
+    return f"{ds['scenes']} scenes{variants}"
 
 
 def write_reports(out: Path, results: dict, plots: bool = True) -> list[Path]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from comco.data.pairing import FACTOR_TEMPLATES, FACTORS, ONE_WAY, find_pairs, names_largest_first, pair_captions
 from comco.errors import UserError
+from comco.probes.embed import named
 from comco.probes.report import ALL_COUNTS
 from comco.probes.stats import accuracy
 
@@ -89,8 +90,10 @@ def pairs_probe(data, embedder, *, n_boot: int, seed: int) -> list[dict]:
                         f"factor ({wanted}); plan the pairs with those caption templates")
     paths = list(dict.fromkeys(data.image_path(r) for t in trials for r in (t["pair"].base, t["pair"].variant)))
     texts = list(dict.fromkeys(c for t in trials for c in t["captions"]))
-    image_emb = embedder.images(paths)
-    text_emb = embedder.texts(texts)
+    with named(embedder, "base and variant images"):
+        image_emb = embedder.images(paths)
+    with named(embedder, "pair captions (each factor's template)"):
+        text_emb = embedder.texts(texts)
     pi, ti = {p: i for i, p in enumerate(paths)}, {c: i for i, c in enumerate(texts)}
     img = np.array([[pi[data.image_path(t["pair"].base)], pi[data.image_path(t["pair"].variant)]] for t in trials])
     cap = np.array([[ti[t["captions"][0]], ti[t["captions"][1]]] for t in trials])

@@ -46,11 +46,60 @@ PROBE_NOTES = {
 NOTE_KEYS = ("queries", "kept_conditional", "skipped", "gallery", "pairs", "identical", "no_captions", "orphans")
 
 
+MIN_TRIALS = 20  # a number from fewer trials is shown as its count: its interval is too wide to read
+TOO_FEW = (f"A cell built from fewer than {MIN_TRIALS} trials (kept queries for a conditional share) shows its "
+           f"count instead of a number (\"2 of 32 kept: too few to read\"); results.json and the CSV tables keep "
+           f"every number. Each – carries a mark whose reason follows its table.")
+NO_KEPT = "no query had its top-n retrieved items exactly the n objects present"
+
+
 def value(stat: dict) -> float:
     return stat.get("acc", stat.get("mean", float("nan")))
 
 
+def readable(stat: dict | None) -> bool:
+    """A number with enough trials to be read (a stat without a count is taken as it is)."""
+    if stat is None:
+        return False
+    v = value(stat)
+    return not (v is None or (isinstance(v, float) and math.isnan(v))) and stat.get("n", MIN_TRIALS) >= MIN_TRIALS
+
+
+SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+
+
+class Dashes:
+    """The reasons for a table's empty cells: each "–" carries the mark of its reason, and
+    the reasons follow the table as footnotes."""
+
+    def __init__(self):
+        self.reasons: list[str] = []
+
+    def dash(self, why: str) -> str:
+        if why not in self.reasons:
+            self.reasons.append(why)
+        return "–" + "".join(SUPERSCRIPTS[int(d)] for d in str(self.reasons.index(why) + 1))
+
+    def note(self) -> str:
+        return " ".join(f"{self.dash(why)[1:]} {why}." for why in self.reasons)
+
+
+def cell(stat: dict | None, dashes: Dashes, *, of: int | None = None, missing: str = "not measured",
+         unit: str = "trials") -> str:
+    """A table cell: the number with its interval, its count when too few trials ("2 of 32 kept:
+    too few to read", `of` the queries a conditional share was kept from), or a marked dash."""
+    if stat is None:
+        return dashes.dash(missing)
+    v, n = value(stat), stat.get("n")
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return dashes.dash(f"0 of {of} kept: {NO_KEPT}" if of else f"no {unit}")
+    if n is not None and n < MIN_TRIALS:
+        return f"{n} of {of} kept: too few to read" if of is not None else f"{n} {unit}: too few to read"
+    return fmt(stat)
+
+
 def fmt(stat: dict) -> str:
+    """The number and its interval, as the results hold it (cell() applies the minimum)."""
     v = value(stat)
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
@@ -69,34 +118,43 @@ def tables(results: dict) -> dict[str, list[dict]]:
                 for metric, stats in g["metrics"].items():
                     t = merged.setdefault((g["key"], metric), {
                         "group": g["key"], "metric": metric, "n_objects": g.get("n_objects"),
-                        "roles": [], "rows": {}, "notes": {}})
+                        "roles": [], "rows": {}, "notes": {}, "of": {}})
                     for s in stats:
                         if s["role"] not in t["roles"]:
                             t["roles"].append(s["role"])
                     t["rows"][model] = {s["role"]: s for s in stats}
+                    if metric == "conditional":  # the queries each role's share was kept from
+                        t["of"][model] = {s["role"]: s["n"] for s in g["metrics"].get("unconditional", [])}
                     t["notes"][model] = {k: g[k] for k in NOTE_KEYS if k in g}
         out[probe] = list(merged.values())
     return out
 
 
 def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
-    """(header, rows, counts note) of one table: measured rows, a chance row, published rows (marked)."""
-    roles = t["roles"]
+    """(header, rows, note) of one table: measured rows, a chance row, published rows (marked); the
+    note holds the counts and the reason of every "–"."""
+    roles, dashes = t["roles"], Dashes()
     rows, chance = [], {}
     for model, by_role in t["rows"].items():
         ns = [by_role[r]["n"] for r in roles if r in by_role]
-        rows.append([model] + [fmt(by_role[r]) if r in by_role else "–" for r in roles] + [_span(ns)])
+        of = t.get("of", {}).get(model, {})
+        rows.append([model] + [cell(by_role.get(r), dashes, of=of.get(r), missing=f"{model} has no {r} column here")
+                               for r in roles] + [_span(ns)])
         for r in roles:
             c = by_role.get(r, {}).get("chance")
             if c is not None and r not in chance:
                 chance[r] = c
     if chance:
-        rows.append(["*chance*"] + [f"{100 * chance[r]:.1f}" if r in chance else "–" for r in roles] + [""])
+        unknown = f"chance unknown (1 / n over kept queries): {NO_KEPT}"
+        rows.append(["*chance*"] + [f"{100 * chance[r]:.1f}" if r in chance else dashes.dash(unknown)
+                                    for r in roles] + [""])
     for p in published_rows(probe, t["metric"], t["n_objects"]):
         rows.append([f"*published:* {p['label']} ({p['source']})"]
-                    + [f"{p['values'][r]:.2f}" if r in p["values"] else "–" for r in roles] + [""])
+                    + [f"{p['values'][r]:.2f}" if r in p["values"] else
+                       dashes.dash(f"{p['source']} gives no number for this column") for r in roles] + [""])
     notes = "; ".join(f"{m}: " + ", ".join(f"{k} {v}" for k, v in n.items()) for m, n in t["notes"].items() if n)
-    return ["model", *roles, "n"], rows, f"Counts - {notes}." if notes else ""
+    note = " ".join(x for x in (f"Counts - {notes}." if notes else "", dashes.note()) if x)
+    return ["model", *roles, "n"], rows, note
 
 
 def cells_note(probe: str) -> str:
@@ -108,7 +166,7 @@ def cells_note(probe: str) -> str:
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:
     lines = [f"# {md_line(TITLES.get(probe, probe))}", "",
              md_text(f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
-                     f"seed {results['seed']}. {cells_note(probe)}"), ""]
+                     f"seed {results['seed']}. {cells_note(probe)} {TOO_FEW}"), ""]
     if probe in PROBE_NOTES:
         lines += [PROBE_NOTES[probe], ""]
     for t in tabs:
@@ -166,16 +224,18 @@ def _panel(ax, probe: str, t: dict, scale: float) -> float:
 
     roles, models = t["roles"], list(t["rows"])
     x = np.arange(len(roles))
-    interval_bars(ax, roles, {m: [(value(s), s["lo"], s["hi"]) if s else None for s in map(t["rows"][m].get, roles)]
-                              for m in models}, scale=scale)
-    width = 0.8 / max(1, len(models))  # interval_bars' layout: mark the bars that have no data
+    interval_bars(ax, roles, {m: [(value(s), s["lo"], s["hi"]) if readable(s) else None
+                                  for s in map(t["rows"][m].get, roles)] for m in models}, scale=scale)
+    width = 0.8 / max(1, len(models))  # interval_bars' layout: mark the bars that have no (readable) data
     for j, m in enumerate(models):
         for i, r in enumerate(roles):
-            v = value(t["rows"][m].get(r, {}))
-            if v is None or math.isnan(v):
-                ax.text(i + (j - (len(models) - 1) / 2) * width, 0, "n/a", ha="center", va="bottom", rotation=90,
+            s = t["rows"][m].get(r)
+            if not readable(s):
+                v = None if s is None else value(s)
+                mark = "n/a" if v is None or math.isnan(v) else f"n={s['n']}<{MIN_TRIALS}"
+                ax.text(i + (j - (len(models) - 1) / 2) * width, 0, mark, ha="center", va="bottom", rotation=90,
                         fontsize=6, color="0.45")
-    top = [scale * s[k] for m in models for s in t["rows"][m].values() for k in ("hi", "acc", "mean")
+    top = [scale * s[k] for m in models for s in t["rows"][m].values() if readable(s) for k in ("hi", "acc", "mean")
            if isinstance(s.get(k), (int, float)) and not math.isnan(s[k])]
     chance = [next((t["rows"][m][r].get("chance") for m in models if r in t["rows"][m]
                     and t["rows"][m][r].get("chance") is not None), None) for r in roles]
@@ -188,6 +248,7 @@ def _panel(ax, probe: str, t: dict, scale: float) -> float:
         ax.plot(x, ys, linestyle="none", marker="x", markersize=5, color=f"C{(k + len(models)) % 10}",
                 label=f"published: {p['label']}")
         top += [y for y in ys if not math.isnan(y)]
+    ax.set_xlim(-0.5, len(roles) - 0.5)  # every role's place, bars or not (a panel of marks only included)
     long_labels = sum(len(r) for r in roles) > 6 * len(roles)
     ax.set_xticks(x, roles, rotation=30 if long_labels else 0, ha="right" if long_labels else "center", fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
@@ -209,9 +270,18 @@ def _lines(widths: list[float]) -> list[list[int]]:
     return lines
 
 
+FIGURE_DPI = 110
+
+
 def probe_figure(path: Path, probe: str, tabs: list[dict]) -> Path:
     """One PNG per probe: a row per (group, metric), a panel per object count in it (wrapped onto more
     lines when wide), one y range per row, one legend."""
+    fig, rect = draw_probe_figure(probe, tabs)
+    return save(fig, path, dpi=FIGURE_DPI, rect=rect)
+
+
+def draw_probe_figure(probe: str, tabs: list[dict]):
+    """The figure of `probe_figure` and the rect its axes keep to (title and legend above them)."""
     import textwrap
 
     plt = pyplot()
@@ -251,16 +321,19 @@ def probe_figure(path: Path, probe: str, tabs: list[dict]) -> Path:
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, h)
-    # as many legend columns as fit the figure's width (a 7 pt character is about 0.06 in), widening it if need be
-    column = 0.5 + 0.06 * max((len(label) for label in handles), default=0)
+    # as many legend columns as fit the figure's width (an 8 pt character is about 0.07 in), widening it if need be
+    column = 0.5 + 0.07 * max((len(label) for label in handles), default=0)
     width = max(width, min(18.0, column + 0.2))
     ncol = max(1, min(4, len(handles), int((width - 0.2) // column)))
-    legend_h = 0.3 + 0.2 * -(-len(handles) // ncol)  # inches: one line per legend row
-    height = fig.get_figheight() + legend_h
+    # Title, then the legend, above the first row of panels: neither is drawn over a panel's
+    # title, and the legend sits by the panels it explains however many rows follow.
+    title_h, legend_h = 0.4, 0.1 + 0.18 * -(-len(handles) // ncol)  # inches: one 8 pt line per legend row
+    height = fig.get_figheight() + title_h + legend_h
     fig.set_size_inches(width, height)
-    fig.suptitle(TITLES.get(probe, probe), fontsize=10)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
-    return save(fig, path, dpi=110, rect=(0, legend_h / height, 1, 1))
+    fig.suptitle(TITLES.get(probe, probe), fontsize=10, y=1 - 0.08 / height, va="top")
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 1 - title_h / height),
+               ncol=ncol, fontsize=8, frameon=False)
+    return fig, (0, 0, 1, 1 - (title_h + legend_h) / height)
 
 
 def figure_path(out: Path, probe: str) -> Path:

@@ -185,7 +185,7 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
         "dataset": {"root": str(dataset) if dataset else None,
                     "hash": (data.hash if data else info.get("object_set_hash")),
                     "object_set": info.get("object_set"), "object_set_hash": info.get("object_set_hash"),
-                    "records": len(data.records) if data else 0, "gallery": len(names)},
+                    "records": len(data.records) if data else 0, **_scene_counts(data), "gallery": len(names)},
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()},
         "models": [], "skipped": skipped, "probes": {},
     }
@@ -208,6 +208,21 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
     return results
 
 
+TASKS = {"tor": "TOR", "ior": "IOR", "i2tor": "I2TOR", "matching": "matching", "toc": "TOC", "ioc": "IOC",
+         "binding": "binding", "attention": "attention", "pairs": "pairs"}
+
+
+def _scene_counts(data) -> dict:
+    """Scenes and pair variants apart (a pair dataset's records are both)."""
+    from comco.data.pairing import pair_entry
+    from comco.record import PAIR_BASE
+
+    if data is None:
+        return {"scenes": 0, "variants": 0}
+    variants = sum(1 for r in data.records if (e := pair_entry(r)) and e["factor"] != PAIR_BASE)
+    return {"scenes": len(data.records) - variants, "variants": variants}
+
+
 def _refuse_images_of_text_models(models: list, probes: list[str]) -> None:
     if (imaged := [p for p in probes if p in IMAGE_PROBES]) and (text_only := [m.name for m in models if m.text_only]):
         raise UserError(f"{text_only[0]} embeds text only and cannot run {', '.join(imaged)}; pass --probes "
@@ -218,6 +233,7 @@ def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[
     from comco.probes import attention, binding, ior, linear, matching, pairs, texts, tor
 
     kw = {"n_boot": opts.n_boot, "seed": opts.seed}
+    emb.task = TASKS.get(probe, probe)  # the progress bars' "TOR: embedding 616 captions (template and)"
     book = texts.template_book(data.info if data else None)
     if probe == "tor":
         if opts.text_only:

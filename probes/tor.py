@@ -17,6 +17,7 @@ from collections import defaultdict
 import numpy as np
 
 from comco.probes import texts
+from comco.probes.embed import named
 from comco.probes.retrieval import ORDINALS, cosine, role_retrieval
 from comco.probes.words import first_sentence, mention_sequence
 
@@ -68,9 +69,11 @@ def tor_dataset(data, embedder, template_names: list[str], *, n_boot: int, seed:
                 clusters[n].append(rec["id"])
         if not queries:
             continue
-        gallery_emb = embedder.texts(gallery_texts(template, data.names, data.object_set, gallery))
+        with named(embedder, f"gallery texts ({GALLERIES.get(gallery, gallery)}, template {tname})"):
+            gallery_emb = embedder.texts(gallery_texts(template, data.names, data.object_set, gallery))
         for n in sorted(queries):
-            emb = embedder.texts(queries[n])
+            with named(embedder, f"{n}-object captions (template {tname})"):
+                emb = embedder.texts(queries[n])
             res = role_retrieval(cosine(emb, gallery_emb), np.array(targets[n]), ORDINALS[:n], clusters[n],
                                  n_boot=n_boot, seed=seed)
             groups.append({"key": f"{tname}, {n} objects, {GALLERIES[gallery]}", "template": tname, "n_objects": n,
@@ -83,13 +86,15 @@ def tor_text_only(names: list[str], object_set, embedder, template, counts: list
                   names_label: str | None = None) -> list[dict]:
     """TOR from names alone: balanced ordered tuples written with `template`
     (`names_label` names a fixed list such as coco90 in the group keys)."""
-    gallery_emb = embedder.texts(gallery_texts(template, names, object_set, gallery))
+    with named(embedder, f"gallery texts ({GALLERIES.get(gallery, gallery)}, template {template.name})"):
+        gallery_emb = embedder.texts(gallery_texts(template, names, object_set, gallery))
     groups = []
     for n in counts:
         rng = np.random.default_rng([seed, n])
         tup = texts.balanced_tuples(len(names), n, tuples, rng)
         caps = [texts.write(template, [names[i] for i in t], object_set) for t in tup]
-        emb = embedder.texts(caps)
+        with named(embedder, f"{n}-object tuples' captions (template {template.name})"):
+            emb = embedder.texts(caps)
         res = role_retrieval(cosine(emb, gallery_emb), tup, ORDINALS[:n], np.arange(len(tup)),
                              n_boot=n_boot, seed=seed)
         listed = f" of {names_label}" if names_label else ""

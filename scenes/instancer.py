@@ -56,8 +56,11 @@ class Instancer:
         ob.pass_index = index + 1
         color = obj.get("color")
         look = obj.get("material") or look_default
-        if (color and spec.colorable) or look != "rubber":
-            rgb = self.set.palette.get(color) if color and spec.colorable else None
+        # A mesh is painted in its record's colour even when fixed (its own colour, named in
+        # captions); a builder's fixed colours are built into its materials.
+        paint = bool(color) and (spec.colorable or spec.source_kind == "mesh")
+        if paint or look != "rubber":
+            rgb = self.set.palette.get(color) if paint else None
             for i, mat in enumerate(proto.data.materials):
                 if is_primary(mat) and (rgb is not None or look != "rubber"):
                     ob.material_slots[i].link = "OBJECT"

@@ -2,15 +2,20 @@
 
 Import normalises each mesh: optional rotation fix, centred on x = y = 0, resting
 on z = 0, scaled so its longest side matches the manifest's real size. The result is
-written to `<set>/.comco-cache/<name>-<file hash>.blend`; the next render (any
-worker) appends it from there instead of importing again. `.blend` inputs are read
+written to `<set>/.comco-cache/<name>-<key>.blend`, the key hashing everything that
+shapes the imported mesh (the file's bytes, the manifest entry's import settings, this
+module's import version and Blender's), so a manifest edit is seen by the next
+validate or render; the next render (any worker) appends it from there instead of
+importing again. `.blend` inputs are read
 with scripts disabled (Blender never auto-runs scripts in a background process).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import re
 from pathlib import Path
 
 import bpy
@@ -20,15 +25,31 @@ from comco.scenes.errors import ObjectBuildError
 from comco.scenes.parts import join_and_normalize
 
 CACHE_DIR = ".comco-cache"
+# Raise when import_file or _normalize changes what they make: old cache files then miss.
+IMPORT_VERSION = 3
+UNPAINTED_RGB = (0.8, 0.8, 0.8)  # a mesh file without materials: Blender's default grey
 
 
 def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
+def cache_key(spec, root: Path) -> str:
+    """Everything that enters the import: the file, the entry's settings that import_file and
+    _normalize read (rotation fix, the size the longest side is scaled to, the object name a
+    .blend is read by, whether its materials are made paintable), the importer (by suffix) and
+    the code and Blender that ran it."""
+    settings = {
+        "file": file_hash(root / spec.source_ref), "suffix": Path(spec.source_ref).suffix.lower(),
+        "name": spec.name, "rotation_fix": list(spec.rotation_fix), "dimensions_m": list(spec.dimensions_m),
+        "paintable": spec.colorable or bool(spec.colors),
+        "import_version": IMPORT_VERSION, "blender": bpy.app.version_string,
+    }
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def cache_path(spec, root: Path) -> Path:
-    src = root / spec.source_ref
-    path = root / CACHE_DIR / f"{spec.name}-{file_hash(src)}.blend"
+    path = root / CACHE_DIR / f"{spec.name}-{cache_key(spec, root)}.blend"
     # The manifest only admits names that are one file-name component; never write elsewhere.
     if path.parent != root / CACHE_DIR or path.resolve().parent != (root / CACHE_DIR).resolve():
         raise ObjectBuildError(f"{spec.name}: its cache file would leave {root / CACHE_DIR}")
@@ -44,13 +65,23 @@ def import_mesh(spec, root: Path, library: bpy.types.Collection) -> bpy.types.Ob
         ob = _load_blend(cached, spec.name, spec)
         ob["comco_cache"] = "hit"
         return ob
-    ob = _import(src, spec)
+    ob = import_file(src, spec)
     ob["comco_cache"] = "miss"
     _write_cache(ob, cached)
+    _drop_stale(cached, spec.name)
     return ob
 
 
-def _import(src: Path, spec) -> bpy.types.Object:
+def _drop_stale(kept: Path, name: str) -> None:
+    """Remove the object's older cache files (made before a manifest or mesh edit)."""
+    own = re.compile(re.escape(name) + r"-[0-9a-f]{16}\.blend")
+    for old in kept.parent.iterdir():
+        if old != kept and own.fullmatch(old.name):
+            old.unlink(missing_ok=True)
+
+
+def import_file(src: Path, spec) -> bpy.types.Object:
+    """Import and normalise a mesh file (no cache)."""
     before = set(bpy.data.objects)
     suffix = src.suffix.lower()
     try:
@@ -107,7 +138,23 @@ def _normalize(meshes: list, spec, src: Path) -> bpy.types.Object:
             f"fix the mesh's units or its manifest size"
         )
     joined.data.transform(__import__("mathutils").Matrix.Scale(k, 4))
+    if spec.colorable or spec.colors:
+        _paintable(joined, spec.name)
     return joined
+
+
+def _paintable(ob: bpy.types.Object, name: str) -> None:
+    """Mark every material as primary, so a record's colour repaints the whole mesh (a file's
+    own materials are not comco's builders' primaries); a mesh without one gets one."""
+    from comco.scenes.materials import PRIMARY_PREFIX, make_material
+
+    if not ob.data.materials:
+        ob.data.materials.append(None)
+    for i, mat in enumerate(ob.data.materials):
+        if mat is None:  # an empty slot renders in Blender's default grey
+            ob.data.materials[i] = make_material(f"{PRIMARY_PREFIX}{name}.body", UNPAINTED_RGB)
+        elif not mat.name.startswith(PRIMARY_PREFIX):
+            mat.name = f"{PRIMARY_PREFIX}{name}.{mat.name}"
 
 
 def _load_blend(path: Path, name: str, spec, normalize: bool = False) -> bpy.types.Object:

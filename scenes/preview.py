@@ -23,20 +23,22 @@ def render_singles(object_set: str, names: list[str] | None, preset: str, size: 
     """Render reference singles; returns (label, png path) pairs."""
     import bpy
 
-    from comco.scenes.instancer import Instancer
+    from comco.scenes.instancer import Instancer, real_dimensions
     from comco.scenes.stage import build_stage, render_to, reset, set_camera, set_lights
 
     oset = load_object_set(object_set)
-    # Sheets are for people: objects are framed larger than the reference singles (7 %).
-    # Singles only: one object per scene fits every set (the default 2-5 needs five objects).
-    planner = Planner(PlanConfig(object_set=object_set, objects=(1,), n=1, resolution=(size, size), colors=colors,
-                                 large_fraction=0.16), oset)
-    singles = [s for s in planner.singles() if names is None or s["name"] in names]
     reset()
     scene = build_stage(preset, size, size, samples=samples)
     coll = bpy.data.collections.new("objects")
     scene.collection.children.link(coll)
     inst = Instancer(oset, coll)
+    # Sheets are for people: objects are framed larger than the reference singles (7 %).
+    # Singles only: one object per scene fits every set (the default 2-5 needs five objects).
+    planner = Planner(PlanConfig(object_set=object_set, objects=(1,), n=1, resolution=(size, size), colors=colors,
+                                 large_fraction=0.16),
+                      as_built(oset, {o.name: real_dimensions(inst.prototype(o.name)) for o in oset.objects
+                                      if names is None or o.name in names}))
+    singles = [s for s in planner.singles() if names is None or s["name"] in names]
     out = []
     for s in singles:
         set_camera(scene, s["camera"])
@@ -47,6 +49,22 @@ def render_singles(object_set: str, names: list[str] | None, preset: str, size: 
         inst.clear()
         out.append((s["id"], path))
     return out
+
+
+def as_built(oset, measured: dict[str, tuple[float, float, float]]):
+    """The set with each measured object's sides as its built mesh has them (the longest kept),
+    so the camera frames the whole object even where the manifest's sides disagree with the
+    file (a mesh lying along the view that the manifest calls tall: `objects validate` says so)."""
+    import dataclasses
+
+    specs = []
+    for spec in oset.objects:
+        if spec.name in measured:
+            dims = measured[spec.name]
+            k = spec.longest_m / max(max(dims), 1e-9)
+            spec = dataclasses.replace(spec, dimensions_m=tuple(max(d * k, 1e-4) for d in dims))
+        specs.append(spec)
+    return dataclasses.replace(oset, objects=tuple(specs))
 
 
 def contact_sheet(items: list[tuple[str, str]], out: str, columns: int | None = None, title: str = "") -> None:

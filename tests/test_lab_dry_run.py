@@ -1,4 +1,4 @@
-"""`comco lab run --dry-run`: the stage graph with per-stage GPU estimates, and nothing run."""
+"""`comco lab run --dry-run`: the stage graph with per-stage estimates (GPU, or CPU at the CPU scales)."""
 
 from __future__ import annotations
 
@@ -73,3 +73,39 @@ def test_ready_stages_start_deepest_chain_first():
     for s in stages:  # every stage outranks what waits on it
         for dep in s.deps.values():
             assert depth[dep] > depth[s.id]
+
+
+@pytest.mark.torch
+def test_a_cpu_scale_is_estimated_at_the_cpus_rates(monkeypatch):
+    """smoke, small and medium run on the CPU ([run] device = "cpu"): their estimate is the CPU's."""
+    from comco.lab import estimate
+    from comco.lab.estimate import dry_run_lines, estimate_seconds
+
+    recipe = load_recipe(RECIPE, "smoke")
+    lines = dry_run_lines(recipe, jobs=2)
+    assert lines[0].endswith("est. on one CPU core")
+    assert "with 2 side by side on this machine's CPU" in lines[-2]
+    assert lines[-1].startswith("assumed (measured on a 2-core CPU):")
+    stages = build_stages(recipe)
+    cpu = estimate_seconds(stages, recipe.settings)
+    on_gpu = dict(recipe.settings, run=dict(recipe.settings["run"], device="cuda"))
+    gpu = estimate_seconds(stages, on_gpu)
+    monkeypatch.setattr(estimate, "CPU_FLOPS", estimate.CPU_FLOPS / 10)  # a slower core ...
+    assert estimate_seconds(stages, recipe.settings)["scratch-simco-p0-s0"] > cpu["scratch-simco-p0-s0"]
+    assert estimate_seconds(stages, on_gpu) == gpu  # ... changes the CPU scale's estimate, not a GPU one
+
+
+def test_the_schedule_starts_whatever_is_ready():
+    """A stage waiting on its input does not hold a free slot: B waits on A, C and D start beside A."""
+    from types import SimpleNamespace
+
+    from comco.lab.estimate import schedule
+
+    def stage(name, *deps):
+        return SimpleNamespace(id=name, deps={f"in{i}": d for i, d in enumerate(deps)})
+
+    stages = [stage("A"), stage("B", "A"), stage("C"), stage("D")]
+    seconds = dict.fromkeys("ABCD", 10.0)
+    assert schedule(stages, seconds, 2) == 20.0
+    assert schedule(stages, seconds, 1) == 40.0
+    assert schedule(stages, seconds, 4) == 20.0  # B still waits for A

@@ -96,7 +96,7 @@ def test_a_run_refuses_a_bad_stage_folder_before_it_writes_anything(tmp_path, mo
 
 @pytest.mark.parametrize("old,new,key", [
     ('large_slot = "random"', 'large_slot = "XX"', "data.large_slot"),
-    ('large_slot = "random"', 'large_slot = "M,"', "data.large_slot"),
+    ('large_slot = "random"', 'large_slot = "M,XL"', "data.large_slot"),  # blanks dropped, unknown refused
     # a set of one object cannot hold the 3- and 4-object test scenes
     ('object_sets = ["simco"]\ntrain_images = 48', 'object_sets = ["ONE"]\ntrain_images = 48', "data.test_objects"),
     ("batch_size = 16\nsteps = 4", "batch_size = 60\nsteps = 4", "scratch.batch_size"),  # 48 training images

@@ -199,7 +199,7 @@ def objects_preview(
 def objects_show(
     object_set: Annotated[str, typer.Argument(help="Set name or folder.")],
     name: Annotated[str, typer.Argument(help="Object name.")], out: Out,
-    preset: Annotated[str, typer.Option(help="draft or cycles.")] = "cycles",
+    preset: Annotated[str, typer.Option(help="draft (default, as preview) or cycles.")] = "draft",
     size: Annotated[int, typer.Option(help="Image size in pixels.")] = 384,
 ):
     """Render one object alone to a PNG."""
@@ -224,8 +224,10 @@ def objects_validate(object_set: Annotated[str, typer.Argument(help="Set name or
     for r in rows:
         typer.echo(f"{r['name']:<14} {r['faces']:>6} faces  {r['seconds'] * 1000:7.1f} ms  "
                    f"{' x '.join(f'{d:g}' for d in r['dimensions'])} m")
-    if bad:
-        raise UserError(bad[0] + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+    if len(bad) == 1:
+        raise UserError(bad[0])
+    if bad:  # one line that names every problem
+        raise UserError(f"{len(bad)} of {len(rows)} objects have problems: " + "; ".join(bad))
     typer.echo(f"{oset.name}: {len(rows)} objects valid")
 
 

@@ -1,4 +1,5 @@
-"""`comco lab run --dry-run`: the stage graph with an estimate of each stage's time on one GPU.
+"""`comco lab run --dry-run`: the stage graph with an estimate of each stage's time, on one GPU,
+or on the CPU for the scales whose `[run] device` is "cpu" (smoke, small, medium).
 
 The model FLOPs are counted by torch on the real scratch modules (one image, one text,
 forward; training counts 3x forward); the rest are named assumptions, printed with the
@@ -10,11 +11,17 @@ table, because no GPU was lent when this was written:
 - RENDER_S: seconds per image and preset on one GPU (Cycles with OptiX at 224 px);
 - the probes' text counts per test image (orders x templates, swaps, sensitivity, the
   DeBias analyses' variants).
+
+On the CPU the same counts meet rates measured on this project's 2-core machine (README
+"Speed on a 2-core CPU"): CPU_FLOPS from the small scale's scratch model training at about
+570 samples/s on one core, Workbench (draft) at about 9 images/s per worker and Cycles at
+about 2.8 s per 224 px image (growing with the pixel count); each stage on one core.
 """
 
 from __future__ import annotations
 
 import heapq
+import os
 import tempfile
 from pathlib import Path
 
@@ -25,6 +32,29 @@ PROBE_TEXTS_PER_IMAGE = 60
 ANALYSES_TEXTS_PER_IMAGE = 15
 ASSUMPTIONS = (f"assumed: {GPU_FLOPS:.0e} FLOP/s sustained on one GPU, {1000 * STEP_OVERHEAD_S:g} ms per optimiser "
                f"step, render s/image {RENDER_S}; model FLOPs counted by torch on the recipe's modules")
+CPU_FLOPS = 1.0e11  # one core: the small scratch model's 1.9e8 training FLOPs a sample at ~570 samples/s
+CPU_STEP_OVERHEAD_S = 0.005  # the fused AdamW step of the small model (benchmarks/train.py)
+# Per image and worker, scaled by the pixel count: Workbench at 128 px (18 images/s on 2 workers;
+# the small lab's 4000 at 64 px took 56 s), Cycles at 224 px.
+CPU_RENDER_S = {"draft": (0.11, 128), "cycles": (2.8, 224)}
+CPU_LABCLIP_STEP_S = 0.06  # the small lab's LABCLIP maps: 500 steps in 29-33 s
+CPU_ASSUMPTIONS = (f"assumed (measured on a 2-core CPU): {CPU_FLOPS:.0e} FLOP/s a core, {1000 * CPU_STEP_OVERHEAD_S:g} "
+                   f"ms per optimiser step ({1000 * CPU_LABCLIP_STEP_S:g} for LABCLIP's), render s/image and worker "
+                   + ", ".join(f"{k} {v:g} at {px} px" for k, (v, px) in CPU_RENDER_S.items())
+                   + " (scaled by pixels; a render uses every core); other stages on one core each; model FLOPs "
+                   "counted by torch on the recipe's modules")
+
+
+def on_cpu(settings: dict) -> bool:
+    """The scale runs on the CPU (its [run] device says so): estimate at the CPU's rates."""
+    return settings["run"]["device"] == "cpu"
+
+
+def _render_seconds(preset: str, resolution: int, cpu: bool) -> float:
+    if not cpu:
+        return RENDER_S.get(preset, RENDER_S["cycles"])
+    per, px = CPU_RENDER_S.get(preset, CPU_RENDER_S["cycles"])
+    return per * (resolution / px) ** 2 / (os.cpu_count() or 1)  # the render's workers: one per core
 
 
 def _flops(options: dict) -> dict[str, float]:
@@ -58,8 +88,13 @@ def _options(size: dict, context_length: int | None = None) -> dict:
 
 
 def estimate_seconds(stages: list, settings: dict) -> dict[str, float]:
-    """{stage id: estimated seconds on one GPU} for the stages of one recipe at one scale."""
+    """{stage id: estimated seconds} for the stages of one recipe at one scale: on one GPU, or on
+    one CPU core where the scale runs on the CPU."""
     from comco.manifest import load_object_set
+
+    cpu = on_cpu(settings)
+    flops, overhead = (CPU_FLOPS, CPU_STEP_OVERHEAD_S) if cpu else (GPU_FLOPS, STEP_OVERHEAD_S)
+    labclip_step = CPU_LABCLIP_STEP_S if cpu else STEP_OVERHEAD_S
 
     scratch, ft, render = (settings[k] for k in ("scratch", "finetune", "render"))
     size = {"tower": scratch["tower"], "width": scratch["width"], "layers": scratch["layers"],
@@ -73,35 +108,44 @@ def estimate_seconds(stages: list, settings: dict) -> dict[str, float]:
     for st in stages:
         c = st.config
         if st.kind == "render":
-            per = RENDER_S.get(c["preset"], RENDER_S["cycles"])
+            per = _render_seconds(c["preset"], settings["render"]["resolution"], cpu)
             singles = len(load_object_set(c["object_set"]).objects) if c.get("singles") else 0  # one per object
             out[st.id] = (c["n"] + singles) * per
         elif st.kind in ("scratch", "finetune"):
             f = long if st.kind == "finetune" else short
             texts = 2 if st.kind == "finetune" else 1  # the long caption and its short one
             per_sample = 3 * (f["image"] + texts * f["text"])
-            out[st.id] = c["steps"] * (STEP_OVERHEAD_S + c["batch_size"] * per_sample / GPU_FLOPS)
+            out[st.id] = c["steps"] * (overhead + c["batch_size"] * per_sample / flops)
         elif st.kind == "probe":
             n = by_id[st.deps["test"]].config["n"]
             texts = n * (PROBE_TEXTS_PER_IMAGE + (ANALYSES_TEXTS_PER_IMAGE if c.get("analyses") else 0))
             f = long if c.get("analyses") else short
-            out[st.id] = (n * f["image"] + texts * f["text"]) / GPU_FLOPS + 5.0  # + loading the model
+            out[st.id] = (n * f["image"] + texts * f["text"]) / flops + 5.0  # + loading the model
         elif st.kind == "labclip":
-            out[st.id] = c["steps"] * STEP_OVERHEAD_S + 10.0  # a linear map on cached embeddings
+            out[st.id] = c["steps"] * labclip_step + 10.0  # a linear map on cached embeddings
         else:  # captions, report: pure Python, seconds
             out[st.id] = 5.0
     return out
 
 
 def schedule(stages: list, seconds: dict[str, float], jobs: int) -> float:
-    """Wall seconds with `jobs` stages side by side, each starting once its inputs are done."""
+    """Wall seconds with `jobs` stages side by side: whenever one ends, the ready stage with the
+    deepest chain of dependants starts (ties in graph order), as the lab's executor does."""
+    from comco.lab.run import chain_depths
+
+    depth = chain_depths(stages)
     done_at: dict[str, float] = {}
-    free = [0.0] * max(1, jobs)
-    for st in stages:  # graph order: deps come first
-        ready = max([done_at[d] for d in st.deps.values()], default=0.0)
-        start = max(ready, heapq.heappop(free))
-        done_at[st.id] = start + seconds[st.id]
-        heapq.heappush(free, done_at[st.id])
+    running, now = [], 0.0
+    pending = sorted(stages, key=lambda st: -depth[st.id])  # stable: ties keep graph order
+    while pending or running:
+        ready = [st for st in pending if all(d in done_at for d in st.deps.values())]
+        for st in ready[:max(1, jobs) - len(running)]:
+            pending.remove(st)
+            heapq.heappush(running, (now + seconds[st.id], st.id))
+        if not running:
+            raise ValueError("stages wait on inputs that never run")
+        now, done = heapq.heappop(running)
+        done_at[done] = now
     return max(done_at.values(), default=0.0)
 
 
@@ -111,15 +155,18 @@ def dry_run_lines(recipe, jobs: int | None = None) -> list[str]:
 
     stages = build_stages(recipe)
     seconds = estimate_seconds(stages, recipe.settings)
-    jobs = jobs or recipe.settings["run"]["jobs"] or 1
+    cpu = on_cpu(recipe.settings)
+    # 0 jobs: one stage per core on the CPU (the lab's own rule); one at a time on the GPU
+    jobs = jobs or recipe.settings["run"]["jobs"] or ((os.cpu_count() or 1) if cpu else 1)
+    where = f"on this machine's CPU ({os.cpu_count() or 1} cores)" if cpu else "on one GPU"
     width = max(len(st.id) for st in stages)
-    lines = [f"{'stage':<{width}}  {'kind':<9}  {'inputs':<6}  est. on one GPU"]
+    lines = [f"{'stage':<{width}}  {'kind':<9}  {'inputs':<6}  est. {'on one CPU core' if cpu else 'on one GPU'}"]
     for st in stages:
         lines.append(f"{st.id:<{width}}  {st.kind:<9}  {len(st.deps):<6}  {_clock(seconds[st.id])}")
     total = sum(seconds.values())
     lines.append(f"{len(stages)} stages of recipe '{recipe.name}' at scale '{recipe.scale}': {_clock(total)} one "
-                 f"after the other, {_clock(schedule(stages, seconds, jobs))} with {jobs} side by side on one GPU")
-    lines.append(ASSUMPTIONS)
+                 f"after the other, {_clock(schedule(stages, seconds, jobs))} with {jobs} side by side {where}")
+    lines.append(CPU_ASSUMPTIONS if cpu else ASSUMPTIONS)
     return lines
 
 

@@ -47,6 +47,17 @@ class Doc:
         """A table: a header and rows of cells (turned into text)."""
         self.blocks.append(("table", header, [[str(c) for c in r] for r in rows]))
 
+    def toc(self) -> None:
+        """A table of contents here: a link to every level-2 heading of the document."""
+        self.blocks.append(("toc",))
+
+    def fold(self, summary: str) -> None:
+        """Fold the blocks up to `end_fold()` behind a one-line summary (<details>, open on a click)."""
+        self.blocks.append(("fold", summary))
+
+    def end_fold(self) -> None:
+        self.blocks.append(("end_fold",))
+
     def img(self, path: Path | None, alt: str) -> None:
         """A figure (a PNG file); None adds nothing, so a figure that could not be drawn leaves no hole."""
         if path is not None:
@@ -58,7 +69,13 @@ class Doc:
         user wrote as it is."""
         out = []
         for b in self.blocks:
-            if b[0] == "h":
+            if b[0] == "toc":
+                out += [f"- [{md_line(text)}](#{slug})" for text, slug in self._sections()] + [""]
+            elif b[0] == "fold":  # GitHub renders the Markdown inside, after a blank line
+                out += [f"<details><summary>{html.escape(b[1])}</summary>", ""]
+            elif b[0] == "end_fold":
+                out += ["</details>", ""]
+            elif b[0] == "h":
                 out += ["#" * b[1] + " " + md_line(b[2]), ""]
             elif b[0] == "p":
                 out += [md_text(b[1]), ""]
@@ -74,7 +91,14 @@ class Doc:
         parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
                  f"<style>{STYLE}</style></head><body>"]
         for b in self.blocks:
-            if b[0] == "h":
+            if b[0] == "toc":
+                parts.append("<nav><ul>" + "".join(f"<li><a href='#{slug}'>{inline(text)}</a></li>"
+                                                   for text, slug in self._sections()) + "</ul></nav>")
+            elif b[0] == "fold":
+                parts.append(f"<details><summary>{inline(b[1])}</summary>")
+            elif b[0] == "end_fold":
+                parts.append("</details>")
+            elif b[0] == "h":
                 parts.append(f"<h{b[1]} id='{b[3]}'>{inline(b[2])}</h{b[1]}>")
             elif b[0] == "p":
                 parts.append(f"<p>{inline(b[1])}</p>")
@@ -88,6 +112,11 @@ class Doc:
                 parts.append(f"<p><img alt='{html.escape(b[2])}' src='data:image/png;base64,{data}'></p>")
         parts.append("</body></html>")
         return "\n".join(parts)
+
+
+    def _sections(self) -> list[tuple[str, str]]:
+        """(text, anchor) of every level-2 heading: the table of contents."""
+        return [(b[2], b[3]) for b in self.blocks if b[0] == "h" and b[1] == 2]
 
 
 def anchor(text: str) -> str:

@@ -57,3 +57,51 @@ def interval_bars(ax, groups: Sequence[str], series: dict[str, Sequence[tuple]],
         published = hatch_published and label.endswith("(published)")
         ax.bar(x + (j - (len(series) - 1) / 2) * width, v, width, yerr=error_bars(v, lo, hi), capsize=3, label=label,
                hatch="//" if published else None, alpha=0.6 if published else 1.0)
+
+
+MIN_TEXT_PX = 10  # a legend's or title's letters at 100 % zoom: smaller is hard to read
+
+
+def layout_problems(fig, dpi: int, rect: tuple | None = None) -> list[str]:
+    """What a reader would stumble on in a figure, laid out as `save` lays it out: the figure's
+    title, legends and panel titles that overlap one another or a panel, text drawn past the
+    figure's edge, a panel's marks outside it, and legend or title letters under MIN_TEXT_PX."""
+    fig.set_dpi(dpi)
+    fig.tight_layout(rect=rect)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    named = []
+    if fig._suptitle is not None and fig._suptitle.get_text():
+        named.append(("figure title", fig._suptitle, fig._suptitle.get_fontsize()))
+    for k, legend in enumerate(fig.legends):
+        size = min((t.get_fontsize() for t in legend.get_texts()), default=MIN_TEXT_PX)
+        named.append((f"legend {k + 1}", legend, size))
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    for i, ax in enumerate(panels):
+        if ax.get_title():
+            named.append((f"panel {i + 1} title '{ax.get_title()}'", ax.title, ax.title.get_fontsize()))
+    boxes = [(name, artist.get_window_extent(renderer), size) for name, artist, size in named]
+    problems = [f"{name}: {size * dpi / 72:.1f} px letters (under {MIN_TEXT_PX})" for name, _, size in boxes
+                if not name.startswith("panel") and size * dpi / 72 < MIN_TEXT_PX]
+    for i, (a, box_a, _) in enumerate(boxes):
+        for b, box_b, _ in boxes[i + 1:]:
+            if box_a.overlaps(box_b):
+                problems.append(f"{a} overlaps {b}")
+        for j, ax in enumerate(panels):
+            if not a.startswith("panel") and box_a.overlaps(ax.get_window_extent(renderer)):
+                problems.append(f"{a} overlaps panel {j + 1}")
+    width, height = fig.bbox.width, fig.bbox.height
+    for name, box, _ in boxes:
+        if box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1:
+            problems.append(f"{name} is cut by the figure's edge")
+    for j, ax in enumerate(panels):
+        inside = ax.get_window_extent(renderer)
+        for mark in ax.texts:  # marks drawn in a panel ("n/a") belong inside it
+            box = mark.get_window_extent(renderer)
+            if mark.get_text() and (box.x0 < inside.x0 - 1 or box.x1 > inside.x1 + 1):
+                problems.append(f"panel {j + 1}'s mark '{mark.get_text()}' lies outside the panel")
+        for label in (ax.xaxis.label, ax.yaxis.label):
+            box = label.get_window_extent(renderer)
+            if label.get_text() and (box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1):
+                problems.append(f"panel {j + 1}'s axis label '{label.get_text()}' is cut by the figure's edge")
+    return problems

@@ -52,6 +52,7 @@ def run_natural_eval(kind: str, benchmark: str, root: Path, specs: list, protoco
     for spec in specs:
         loaded = spec.load(device)
         embedder = Embedder(loaded, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
+        embedder.task = f"{benchmark} {kind}"  # the bars' "coco retrieval: embedding 5000 texts"
         label = spec.label if all(e["label"] != spec.label for e in entries) else f"{spec.label} #{len(entries) + 1}"
         entry = {"label": label, "model": spec.name, "pretrained": spec.pretrained,
                  "identity": loaded.identity, "context_length": loaded.context_length, "device": device}
