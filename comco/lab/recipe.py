@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from comco.errors import UserError
+from comco.lab.executors import EXECUTORS
 from comco.record import LAYOUTS, PRESETS
 
 SCALES = ("smoke", "small", "medium", "full")
@@ -147,6 +148,37 @@ def _variants(path, v):
     return out
 
 
+# [run.slurm]: the sbatch request of every stage job; a [run.slurm.KIND] table (KIND a stage
+# kind) replaces keys for that kind's jobs. memory is in GB, time in minutes.
+SLURM_REQUEST = {"partition": _str(), "account": _str(), "qos": _str(), "gpus": _int(0, 64), "cpus": _int(1, 1024),
+                 "memory": _int(1, 100000), "time": _int(1, 100000), "constraint": _str()}
+SLURM_DRIVER = {"max_queued": _int(1, 100000), "retries": _int(0, 100)}
+SLURM_KINDS = ("render", "captions", "scratch", "finetune", "labclip", "probe")
+
+
+def _slurm_table(path, v):
+    if not isinstance(v, dict):
+        _fail(path, v, "expected a table ([run.slurm])")
+    known = {**SLURM_REQUEST, **SLURM_DRIVER}
+    out = {}
+    for key, value in v.items():
+        if key in SLURM_KINDS:
+            if not isinstance(value, dict):
+                _fail(f"{path}.{key}", value, f"expected a table ([run.slurm.{key}])")
+            for k in value:
+                if k not in SLURM_REQUEST:
+                    raise UserError(f"unknown recipe key '{path}.{key}.{k}'; known: {', '.join(SLURM_REQUEST)}")
+            out[key] = {k: SLURM_REQUEST[k](f"{path}.{key}.{k}", x) for k, x in value.items()}
+        elif key in known:
+            out[key] = known[key](f"{path}.{key}", value)
+        else:
+            raise UserError(f"unknown recipe key '{path}.{key}'; known: {', '.join([*known, *SLURM_KINDS])}")
+    return out
+
+
+# keys a recipe may leave out (every other key is required), with the value they take
+OPTIONAL = {"run": {"executor": "local", "slurm": {}}}
+
 SCHEMA: dict[str, dict[str, Callable]] = {
     "data": {
         "object_sets": _list(_object_set), "train_objects": _list(_int(1, 5)), "test_objects": _list(_int(2, 5)),
@@ -174,7 +206,8 @@ SCHEMA: dict[str, dict[str, Callable]] = {
     "labclip": {"order_bias": _float(0.0, 1.0), "images": _int(4), "objects": _list(_int(2, 5)),
                 "seeds": _list(_int(0)), "steps": _int(1), "batch_size": _int(2),
                 "lr": _float(0.0, 1.0, open_lo=True), "base_images": _int(4), "base_steps": _int(1)},
-    "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES)},
+    "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES),
+            "executor": _choice(EXECUTORS), "slurm": _slurm_table},
     # competence gates: the least value of each figure a model must reach on the held-out
     # test set before any of its numbers enters a fit, a comparison or a paragraph
     "gates": {"set_r1": _float(0.0, 1.0), "swap_largest": _float(0.0, 1.0), "swap_small": _float(0.0, 1.0),
@@ -225,9 +258,10 @@ def _check_section(where: str, raw: Any, *, partial: bool) -> dict:
         if key not in spec:
             raise UserError(f"unknown recipe key '{where}.{key}'; known in [{section}]: {', '.join(spec)}")
     if not partial:
-        missing = [k for k in spec if k not in raw]
+        missing = [k for k in spec if k not in raw and k not in OPTIONAL.get(section, {})]
         if missing:
             raise UserError(f"recipe key '{where}.{missing[0]}' is missing")
+        raw = {**OPTIONAL.get(section, {}), **raw}
     return {k: spec[k](f"{where}.{k}", v) for k, v in raw.items()}
 
 
