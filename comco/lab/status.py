@@ -89,7 +89,9 @@ def stage_states(out: Path) -> list[dict]:
         if is_done(out, s):
             row.update(state="done", seconds=(_read(d / STAGE_INFO) or {}).get("seconds"))
         elif running is not None and _alive(running, states):
-            row.update(state="running", job=running.get("job_id") or job, node=running.get("node"),
+            jid = running.get("job_id") or job
+            node = states.get(jid, {}).get("NodeList") or running.get("node")  # the scheduler's name for it
+            row.update(state="running", job=jid, node=node,
                        minutes=(time.time() - running.get("started", time.time())) / 60,
                        devices=running.get("devices"))
         elif failed is not None:

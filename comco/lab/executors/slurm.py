@@ -105,6 +105,7 @@ class SlurmExecutor(Executor):
             entry = {"hash": call.hash, "kind": call.kind, "jobs": []}
         entry["jobs"].append(job_id)
         entry["cluster"] = self.cluster
+        entry["collected"] = False
         self.registry()[call.id] = entry
         write_json(self.out / JOBS, self.registry())
 
@@ -141,6 +142,8 @@ class SlurmExecutor(Executor):
         entry = self.registry().get(call.id)
         if not entry or entry["hash"] != call.hash or not entry["jobs"] or entry.get("cluster") != self.cluster:
             return None
+        if entry.get("collected"):
+            return None  # its result was written and the stage is not done: its stage.json was removed, redo it
         job = self._job(entry["jobs"][-1])
         if job is None:
             return None
@@ -176,6 +179,10 @@ class SlurmExecutor(Executor):
 
     def wait(self) -> list[Outcome]:
         while True:
+            if self.cluster == "slurm" and self._jobs:
+                # one sacct call for every job each round: submitit alone backs off to one call in
+                # ten minutes, and a job that died without a result would wait that long
+                submitit.SlurmJob.watcher.update()
             out = []
             for sid, (call, job) in list(self._jobs.items()):
                 if not job.done():
@@ -192,6 +199,8 @@ class SlurmExecutor(Executor):
     def _outcome(self, call: StageCall, job) -> Outcome | None:
         try:
             summary, seconds = job.result()
+            self.registry()[call.id]["collected"] = True  # a later driver must not take this result again
+            write_json(self.out / JOBS, self.registry())
             return Outcome(call.id, summary, seconds)
         except FailedJobError:
             reason = "failed"
