@@ -67,8 +67,7 @@ def test_an_unknown_run_slurm_key_names_itself():
 
 
 def test_the_request_of_a_kind_is_the_table_then_its_kind_then_the_defaults():
-    pytest.importorskip("submitit")
-    from comco.lab.executors.slurm import DEFAULTS, request
+    from comco.lab.executors.slurm_request import DEFAULTS, request
 
     r = parse_recipe(with_run_slurm('\n[run.slurm]\npartition = "gpu"\ntime = 60\n[run.slurm.render]\ntime = 600\n'
                                     'constraint = "a100"\n'), "full")

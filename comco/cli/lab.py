@@ -44,9 +44,15 @@ def run(
         raise UserError("--jobs and --threads take at least 1 (leave them out for the defaults)")
     r = load_recipe(recipe, scale)
     if dry_run:
-        from comco.lab import dry_run_lines
+        from comco.lab import dry_run_lines, plan_lines
 
-        for line in dry_run_lines(r, jobs):
+        planned = executor or r.settings["run"]["executor"]
+        if gpus is not None and gpus < 1:
+            raise UserError(f"--gpus {gpus}: give at least 1 (or leave it out)")
+        if planned not in ("local", "node", "slurm", "slurm-local"):
+            raise UserError(f"--executor {planned}: use one of local, node, slurm, slurm-local")
+        lines = dry_run_lines(r, jobs) if planned == "local" and gpus is None else plan_lines(r, planned, gpus)
+        for line in lines:
             typer.echo(line)
         return
     if out is None:

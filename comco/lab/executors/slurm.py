@@ -27,15 +27,11 @@ from submitit.core.utils import FailedJobError, UncompletedJobError
 
 from comco.io import write_json
 from comco.lab.executors.base import LOGS, Executor, Outcome, StageCall, StageFailed, log_tail, run_call
+from comco.lab.executors.slurm_request import DEFAULTS, request
 
 JOBS = "jobs.json"
 JOB_FOLDER = "slurm"
 POLL_S = float(os.environ.get("COMCO_SLURM_POLL_S", "10"))  # seconds between looks at the queue
-DEFAULTS = {"cpus": 4, "memory": 32, "time": 240, "gpus": 1, "max_queued": 64, "retries": 1}
-CPU_KINDS = ("captions",)  # pure Python: no GPU asked for them
-REQUEST_KEYS = ("partition", "account", "qos", "gpus", "cpus", "memory", "time", "constraint")
-
-
 class StageJob(submitit.helpers.Checkpointable):
     """One stage as a job. Checkpointable: on preemption or time-out submitit pickles it again
     and requeues it; the stage's own journal or checkpoint in its folder is its state."""
@@ -51,16 +47,6 @@ class StageJob(submitit.helpers.Checkpointable):
             f.write(json.dumps({"job_id": env.job_id, "node": socket.gethostname(), "time": time.time(),
                                 "restart": int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)}) + "\n")
         return run_call(self.call)
-
-
-def request(settings: dict, kind: str) -> dict:
-    """The sbatch request of a kind's jobs: [run.slurm], then [run.slurm.KIND], then the defaults."""
-    table = settings["run"]["slurm"]
-    req = {k: table[k] for k in REQUEST_KEYS if k in table}
-    req.update(table.get(kind, {}))
-    for k in ("cpus", "memory", "time", "gpus"):
-        req.setdefault(k, 0 if (k == "gpus" and kind in CPU_KINDS) else DEFAULTS[k])
-    return req
 
 
 def _parameters(req: dict, name: str) -> dict:
