@@ -181,3 +181,19 @@ def test_a_driver_killed_and_started_again_reattaches_and_runs_no_stage_twice(re
     # and a third driver finds everything done: no job at all
     lab(recipe, out, "--executor", "slurm", env=slurm_env)
     assert len((tmp_path / "slurm" / "submissions.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_large_render_runs_as_a_shard_array_and_merges_into_the_same_dataset(local_run, slurm_env, tmp_path):
+    from support.labrun import SLURM_TABLE
+
+    recipe = tiny_recipe(tmp_path, SLURM_TABLE.replace("[run.slurm]\n", "[run.slurm]\nmax_queued = 8\n"))
+    text = recipe.read_text().replace("[scales.smoke.render]\n", "[scales.smoke.render]\nshard_images = 12\n")
+    recipe.write_text(text)
+    out = tmp_path / "run"
+    lab(recipe, out, "--executor", "slurm", env=slurm_env)
+    # 30 training images in 3 shards, and the 6 test images in one job: one array of four renders
+    subs = [json.loads(line) for line in (tmp_path / "slurm" / "submissions.jsonl").read_text().splitlines()]
+    assert subs == [{"job": "1000", "name": "comco-render", "tasks": 4}]
+    assert {f"render-train-simco-shard-{i}-of-3" for i in range(3)} <= set(jobs(out))
+    assert "render-train-simco" not in jobs(out)  # the merge ran in the driver
+    same_data(out, local_run)  # the merged dataset is the one render's, record for record

@@ -78,10 +78,13 @@ def estimate_seconds(stages: list, settings: dict) -> dict[str, float]:
     out = {}
     for st in stages:
         c = st.config
-        if st.kind == "render":
+        if st.kind == "render" and c.get("shards"):
+            out[st.id] = 5.0  # the merge of a sharded render: links and one records file
+        elif st.kind == "render":
             per = RENDER_S.get(c["preset"], RENDER_S["cycles"])
-            singles = len(load_object_set(c["object_set"]).objects) if c.get("singles") else 0  # one per object
-            out[st.id] = (c["n"] + singles) * per
+            i, k = c.get("shard", (0, 1))  # shard i of k: every k-th image from i, the singles in shard 0
+            singles = len(load_object_set(c["object_set"]).objects) if c.get("singles") and i == 0 else 0
+            out[st.id] = (len(range(i, c["n"], k)) + singles) * per
         elif st.kind in ("scratch", "finetune"):
             f = long if st.kind == "finetune" else short
             texts = 2 if st.kind == "finetune" else 1  # the long caption and its short one
@@ -176,14 +179,15 @@ def plan_lines(recipe, executor: str, gpus: int | None) -> list[str]:
     gpus = gpus or 1
     asks, on_gpu = {}, {}
     for st in stages:
+        in_driver = st.kind in ("captions", "report") or bool(st.config.get("shards"))  # Executor.runs_inline
         if executor in ("slurm", "slurm-local"):
             req = request(recipe.settings, st.kind)
-            on_gpu[st.id] = st.kind not in ("captions", "report") and req["gpus"] > 0
-            asks[st.id] = "driver (in process)" if st.kind in ("captions", "report") else describe(req)
+            on_gpu[st.id] = not in_driver and req["gpus"] > 0
+            asks[st.id] = "driver (in process)" if in_driver else describe(req)
         else:
             from comco.lab.executors.base import StageCall
 
-            if st.kind in ("captions", "report"):
+            if in_driver:
                 on_gpu[st.id], asks[st.id] = False, "driver (in process)"
                 continue
             r = stage_request(StageCall(st.id, st.kind, st.config, {}, "", 1, st.hash), True)

@@ -201,6 +201,8 @@ def build_stages(recipe: Recipe) -> list[Stage]:
     if "report" in want:
         stages.append(Stage("report", "report", {"recipe": recipe.to_dict()},
                             {st.id: st.id for st in stages}))
+    from comco.lab.shards import split_renders  # large renders as shard stages and a merge (imports Stage)
+    stages = split_renders(stages, render)
     by_id = {st.id: st for st in stages}
     for st in stages:  # deps precede their users in the list, so one pass hashes them all
         st.hash = stage_hash(st, {role: by_id[d].hash for role, d in st.deps.items()})

@@ -176,8 +176,18 @@ def _slurm_table(path, v):
     return out
 
 
+def _shard_images(path, v):
+    """Images per shard stage of a large render (comco.lab.shards); left out: one stage per render."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        _fail(path, v, "expected a whole number of images per shard, at least 1 (leave the key out to render "
+                       "each dataset in one stage)")
+    return v
+
+
 # keys a recipe may leave out (every other key is required), with the value they take
-OPTIONAL = {"run": {"executor": "local", "slurm": {}}}
+OPTIONAL = {"run": {"executor": "local", "slurm": {}}, "render": {"shard_images": None}}
 
 SCHEMA: dict[str, dict[str, Callable]] = {
     "data": {
@@ -188,7 +198,7 @@ SCHEMA: dict[str, dict[str, Callable]] = {
         "seed": _int(0), "test_seed": _int(0), "order_bias": _list(_float(0.0, 1.0)),
     },
     "render": {"preset": _choice(PRESETS), "resolution": _int(16, 2048), "workers": _int(0, 256),
-               "device": _choice(("cpu", "cuda", "optix"))},
+               "device": _choice(("cpu", "cuda", "optix")), "shard_images": _shard_images},
     "scratch": {
         "seeds": _list(_int(0)), "captions": _list(_str()), "tower": _choice(("vit", "conv")),
         "width": _int(32, 4096), "layers": _int(1, 48),

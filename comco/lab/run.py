@@ -181,7 +181,7 @@ def _run_locked(recipe: Recipe, out: Path, stages: list[Stage], pool, *, resume:
         with progress(len(todo), "lab", "stages", quiet) as bar:
             while pending or pool.busy():
                 ready = [s for s in pending if all(d in done for d in s.deps.values())]
-                inline = [s for s in ready if s.kind in pool.inline_kinds]
+                inline = [s for s in ready if pool.runs_inline(s.kind, s.config)]
                 if inline and failure is None and not (pool.inline_waits_for_idle and pool.busy()):
                     # in-process stages: the report, and for the local pool renders and captions
                     s = inline[0]
@@ -196,7 +196,8 @@ def _run_locked(recipe: Recipe, out: Path, stages: list[Stage], pool, *, resume:
                     continue
                 if failure is None:
                     batch = []
-                    for s in sorted((s for s in ready if s.kind not in pool.inline_kinds), key=lambda s: -depth[s.id]):
+                    later = (s for s in ready if not pool.runs_inline(s.kind, s.config))
+                    for s in sorted(later, key=lambda s: -depth[s.id]):
                         if len(batch) >= pool.free():
                             break
                         pending.remove(s)

@@ -58,6 +58,10 @@ class Executor:
     inline_kinds: frozenset[str] = frozenset({"report"})
     inline_waits_for_idle = False
 
+    def runs_inline(self, kind: str, config: dict) -> bool:
+        """Whether the driver runs this stage itself (a sharded render's merge: seconds of links)."""
+        return kind in self.inline_kinds or bool(config.get("shards"))
+
     def describe(self, jobs: int, threads: int) -> str:
         """How stages run, for the run's first line."""
         return f"{jobs} at a time, {threads} thread(s) each"

@@ -1,0 +1,34 @@
+"""Large renders in pieces: a render stage of more than `render.shard_images` images becomes
+K shard stages (`comco render --shard i/K`: image i goes to shard i mod K, the singles to
+shard 0) and a merge stage under the render's own id (`comco dataset merge`), so the
+stages that read the render do not change, and the shards run side by side (a job array
+under --executor slurm, one GPU each under --executor node)."""
+
+from __future__ import annotations
+
+import math
+
+from comco.lab.graph import Stage
+
+
+def shard_id(render_id: str, i: int, k: int) -> str:
+    return f"{render_id}-shard-{i}-of-{k}"
+
+
+def split_renders(stages: list[Stage], render: dict) -> list[Stage]:
+    """The stages with every render above render["shard_images"] images split (in place of it:
+    the shards, then the merge, so inputs still come first)."""
+    per = render.get("shard_images")
+    if not per:
+        return stages
+    out = []
+    for st in stages:
+        k = math.ceil(st.config.get("n", 0) / per) if st.kind == "render" else 1
+        if k <= 1:
+            out.append(st)
+            continue
+        shards = [Stage(shard_id(st.id, i, k), "render", {**st.config, "shard": [i, k]}) for i in range(k)]
+        out.extend(shards)
+        out.append(Stage(st.id, "render", {**st.config, "shards": k},
+                         {f"shard{i}": s.id for i, s in enumerate(shards)}))
+    return out
