@@ -197,3 +197,25 @@ def test_a_large_render_runs_as_a_shard_array_and_merges_into_the_same_dataset(l
     assert {f"render-train-simco-shard-{i}-of-3" for i in range(3)} <= set(jobs(out))
     assert "render-train-simco" not in jobs(out)  # the merge ran in the driver
     same_data(out, local_run)  # the merged dataset is the one render's, record for record
+
+
+def test_comco_render_with_shards_is_an_array_and_a_merge_job_that_waits_for_it(slurm_env, tmp_path):
+    out = tmp_path / "data"
+    args = ["--object-set", "simco", "--objects", "2-3", "--n", "9", "--preset", "draft", "--resolution", "64",
+            "--large-fraction", "0.12", "--small-fraction", "0.03-0.04",
+            "--workers", "1", "--singles", "--quiet"]
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "render", *args, "--out", str(out), "--executor", "slurm",
+                        "--shards", "3"], capture_output=True, text=True, timeout=300, env=slurm_env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    subs = [json.loads(line) for line in (tmp_path / "slurm" / "submissions.jsonl").read_text().splitlines()]
+    assert [s["tasks"] for s in subs] == [3, 1]
+    merge = fakeslurm.load(subs[1]["job"])
+    assert merge["options"]["dependency"] == f"afterok:{subs[0]['job']}"
+    until(lambda: fakeslurm.load(subs[1]["job"])["state"] not in fakeslurm.LIVE, "the merge job", timeout=600)
+    assert fakeslurm.load(subs[1]["job"])["state"] == "COMPLETED"
+    one = tmp_path / "one"
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "render", *args, "--out", str(one)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (out / "scenes.jsonl").read_bytes() == (one / "scenes.jsonl").read_bytes()
+    assert (out / "singles" / "singles.jsonl").read_bytes() == (one / "singles" / "singles.jsonl").read_bytes()

@@ -7,7 +7,8 @@ JobID,State,NodeList --parsable2 -j N` prints a header and one `|`-separated row
 (array tasks as N_i, with a N_i.batch step row as SLURM prints it); `scancel N --signal S`
 signals the job step's task (the process srun started), plain `scancel N` ends the job;
 `scontrol requeue N` runs it again when it exits (SLURM_RESTART_COUNT counts the restarts);
-`kill N` (no SLURM command: the tests' lost node) SIGKILLs a job. State lives in $FAKE_SLURM_DIR.
+`--dependency=afterok:N` holds a job until N completed; `kill N` (no SLURM command: the
+tests' lost node) SIGKILLs a job. State lives in $FAKE_SLURM_DIR.
 """
 
 from __future__ import annotations
@@ -104,7 +105,18 @@ def _fill(pattern: str, rec: dict) -> str:
 
 
 def _run(job: str) -> None:
-    """One job's life: run its script, again after each requeue, and record how it ended."""
+    """One job's life: wait for its --dependency=afterok:N, run its script (again after each
+    requeue), and record how it ended."""
+    dep = load(job)["options"].get("dependency") or ""
+    if dep.startswith("afterok:"):
+        while True:
+            states = [r["state"] for spec in dep.split(":", 1)[1].split(":") for r in matching(spec)]
+            if states and all(s == "COMPLETED" for s in states):
+                break
+            if any(s not in LIVE for s in states if s != "COMPLETED"):
+                update(job, state="CANCELLED", reason="DependencyNeverSatisfied", end=time.time())
+                return
+            time.sleep(0.5)
     while True:
         rec = update(job, state="RUNNING", node=NODE, start=time.time())
         env = {**os.environ, "SLURM_JOB_ID": rec["array_id"] if rec["task"] is None else str(
