@@ -15,7 +15,7 @@ from pathlib import Path
 import submitit
 
 from comco.errors import UserError
-from comco.lab.executors.slurm import _parameters
+from comco.lab.executors.slurm import sbatch_parameters
 from comco.lab.executors.slurm_request import DEFAULTS
 
 
@@ -50,7 +50,7 @@ def submit_render(cfg, opts, out: Path, shards: int, cluster: str, say=lambda _:
     req = {k: DEFAULTS[k] for k in ("cpus", "memory", "time")}
     req["gpus"] = 1 if opts.device in ("cuda", "optix") else 0
     ex = submitit.AutoExecutor(folder=work / "slurm" / "%j", cluster=cluster)
-    params = _parameters(req, f"render-{out.name}")
+    params = sbatch_parameters(req, f"render-{out.name}")
     if cluster != "slurm":
         params = {k: v for k, v in params.items() if not k.startswith("slurm_")}
     ex.update_parameters(**params)

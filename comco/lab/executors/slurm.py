@@ -31,7 +31,10 @@ from comco.lab.executors.slurm_request import DEFAULTS, request
 
 JOBS = "jobs.json"
 JOB_FOLDER = "slurm"
-POLL_S = float(os.environ.get("COMCO_SLURM_POLL_S", "10"))  # seconds between looks at the queue
+# seconds between looks at the queue (one sacct call for all jobs each time); the tests set it lower
+POLL_S = float(os.environ.get("COMCO_SLURM_POLL_S", "10"))
+
+
 class StageJob(submitit.helpers.Checkpointable):
     """One stage as a job. Checkpointable: on preemption or time-out submitit pickles it again
     and requeues it; the stage's own journal or checkpoint in its folder is its state."""
@@ -49,7 +52,7 @@ class StageJob(submitit.helpers.Checkpointable):
         return run_call(self.call)
 
 
-def _parameters(req: dict, name: str) -> dict:
+def sbatch_parameters(req: dict, name: str) -> dict:
     """The request as submitit's AutoExecutor parameters (generic names, slurm_ for the rest)."""
     params = {"name": name, "timeout_min": req["time"], "mem_gb": req["memory"], "cpus_per_task": req["cpus"],
               "gpus_per_node": req["gpus"], "slurm_signal_delay_s": 120}
@@ -139,7 +142,7 @@ class SlurmExecutor(Executor):
 
     def _executor(self, kind: str, name: str):
         ex = submitit.AutoExecutor(folder=self.out / JOB_FOLDER / "%j", cluster=self.cluster)
-        params = _parameters(request(self.settings, kind), name)
+        params = sbatch_parameters(request(self.settings, kind), name)
         if self.cluster != "slurm":
             params = {k: v for k, v in params.items() if not k.startswith("slurm_")}
             params["gpus_per_node"] = 0  # submitit's local jobs: the GPUs of this machine are not asked for
