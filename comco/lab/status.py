@@ -99,7 +99,7 @@ def stage_states(out: Path) -> list[dict]:
         elif job is not None and states.get(job, {}).get("State", "PENDING") in LIVE:
             row.update(state="queued", job=job)
         else:
-            row.update(state="left")
+            row.update(state="left", stale=(d / STAGE_INFO).is_file())
         rows.append(row)
     return rows
 
@@ -120,7 +120,9 @@ def status_lines(out: Path, log_lines: int = 5) -> list[str]:
             line += f"  job {r['job']}"
         elif r["state"] == "failed":
             line += f"  {r['message']}" + (f" (job {r['job']})" if r.get("job") else "")
-        lines.append(line)
+        elif r.get("stale"):
+            line += "  (finished at another hash: its settings, inputs or code changed since)"
+        lines.append(line.rstrip())
         if r["state"] == "failed":
             lines.extend(f"    | {text}" for text in r["log"][-log_lines:])
     counts = {k: sum(r["state"] == k for r in rows) for k in ("done", "running", "queued", "failed", "left")}
