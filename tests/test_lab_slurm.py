@@ -131,14 +131,16 @@ def test_a_preempted_job_is_requeued_and_a_lost_job_submitted_again_and_the_data
     out = tmp_path / "run"
     proc = driver(recipe, out, slurm_env)
     try:
-        images = out / "stages" / "render-train-simco" / "data" / "images"
-        until(lambda: (out / "jobs.json").is_file() and images.is_dir() and len(list(images.glob("*.png"))) >= 3,
-              "the training render to be under way")
+        until(lambda: (out / "jobs.json").is_file()
+              and (out / "stages" / "render-test-simco" / "logs" / "running.json").is_file(),
+              "the test render to run")
         train, test = (jobs(out)[s]["jobs"][0] for s in ("render-train-simco", "render-test-simco"))
+        fakeslurm.kill(test)  # the node under the test render is lost: no result, no checkpoint
+        images = out / "stages" / "render-train-simco" / "data" / "images"
+        until(lambda: images.is_dir() and len(list(images.glob("*.png"))) >= 3, "the training render to be under way")
         # preemption as submitit's own SlurmJob._interrupt(timeout=True) does it: USR2 to the task,
         # which checkpoints the (Checkpointable) stage job and requeues it with `scontrol requeue`
         subprocess.run(["scancel", train, "--signal", "USR2"], env=slurm_env, check=True)
-        fakeslurm.kill(test)  # the other task's node is lost: no result, no checkpoint
         assert proc.wait(timeout=900) == 0, proc.stderr.read()[-3000:]
     finally:
         if proc.poll() is None:
