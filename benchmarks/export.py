@@ -1,5 +1,6 @@
 """Export speed and memory: seconds for 10,000 images per format, and peak memory for
-1,000 vs 10,000 images (it must not grow: records stream from scenes.jsonl).
+1,000 vs 10,000 images (it must not grow: records stream from scenes.jsonl); and the
+validation every export runs first (`comco validate`'s check, every image decoded), alone.
 
     python benchmarks/export.py [N]        # default 10000; the small run is N/10
 
@@ -16,17 +17,23 @@ import time
 from pathlib import Path
 
 # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child would report its parent's peak
+# fmt "validate": the check every export runs first (comco validate, every image decoded), alone
 CHILD = """
 import sys, time
-from comco.data import export_dataset
+from comco.data import export_dataset, validate_dataset
 root, fmt, out = sys.argv[1:4]
 t = time.perf_counter()
-s = export_dataset(root, fmt, out, quiet=True)
+if fmt == "validate":
+    problems = validate_dataset(root, images=True)
+    assert not problems, problems[:3]
+    s = {"images": 0, "texts": 0}
+else:
+    s = export_dataset(root, fmt, out, quiet=True)
 dt = time.perf_counter() - t
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(dt, hwm, s["images"], s["texts"])
 """
-FORMATS = ("clip-benchmark", "open-clip-csv", "open-clip-wds", "hf")
+FORMATS = ("validate", "clip-benchmark", "open-clip-csv", "open-clip-wds", "hf")
 SIZE = 96
 
 
@@ -86,15 +93,16 @@ def main() -> None:
         for fmt in FORMATS:
             a = export(tmp / "small", fmt, tmp / f"{fmt}-small")
             b = export(tmp / "big", fmt, tmp / f"{fmt}-big")
-            rows.append((fmt, a, b, folder_mib(tmp / f"{fmt}-big", new_only=True)))
+            rows.append((fmt, a, b, folder_mib(tmp / f"{fmt}-big", new_only=True) if fmt != "validate" else 0.0))
         print(f"{'format':<15} {'images':>7} {'captions':>9} {'seconds':>8} {'images/s':>9} {'written MiB':>11} "
               f"{'peak MiB ' + str(small):>15} {'peak MiB ' + str(n):>15} {'ratio':>6}")
         for fmt, a, b, mib in rows:
-            print(f"{fmt:<15} {b['images']:>7} {b['texts']:>9} {b['seconds']:>8.2f} "
-                  f"{b['images'] / b['seconds']:>9.0f} {mib:>11.1f} {a['peak_mib']:>15.1f} {b['peak_mib']:>15.1f} "
-                  f"{b['peak_mib'] / a['peak_mib']:>6.2f}")
+            rate = b["images"] / b["seconds"] if b["images"] else 0
+            print(f"{fmt:<15} {b['images']:>7} {b['texts']:>9} {b['seconds']:>8.2f} {rate:>9.0f} {mib:>11.1f} "
+                  f"{a['peak_mib']:>15.1f} {b['peak_mib']:>15.1f} {b['peak_mib'] / a['peak_mib']:>6.2f}")
         print("peak memory ratio ~1.0 means the export streams (10x the images, the same memory); "
-              "hf writes hard links to the dataset's images, not copies")
+              "hf writes hard links to the dataset's images, not copies; 'validate' is the check every "
+              "export runs first, alone (its seconds are part of each format's)")
         print(json.dumps({fmt: {"seconds": b["seconds"], "peak_mib_small": a["peak_mib"],
                                 "peak_mib": b["peak_mib"]} for fmt, a, b, _ in rows}))
 

@@ -48,6 +48,20 @@ class ObjectEntry(TypedDict):
     measured: NotRequired[Measured]
 
 
+class PairEntry(TypedDict):
+    """A pair dataset's record: which pair group it belongs to and what its variant changed."""
+    id: str  # the base record's id
+    factor: str  # PAIR_BASE or one of PAIR_FACTORS
+    changed: list[int]  # indices into this record's objects that differ from the base ([] for the base)
+
+
+class WorldEntry(TypedDict):
+    """The world of an image planned with --world (comco/plan/worlds.py); no field without it."""
+    name: str  # "plain" or one of bpy's HDRI worlds
+    rotation_z: NotRequired[float]  # an HDRI's turn about the vertical axis, radians
+    strength: NotRequired[float]  # an HDRI's background strength
+
+
 class SceneRecord(TypedDict):
     """One multi-object image."""
     id: str  # "000042"
@@ -62,12 +76,11 @@ class SceneRecord(TypedDict):
     large_slot: str  # the slot of size rank 0
     camera: dict
     lights: dict
+    world: NotRequired[WorldEntry]  # planned with --world only
     objects: list[ObjectEntry]
     mention_orders: list[list[int]]  # indices into objects, first-mentioned first
     captions: dict[str, list[str]]  # template -> one caption per mention order
-    # Pair datasets only: {"id": base record's id, "factor": PAIR_BASE or one of PAIR_FACTORS,
-    # "changed": indices into this record's objects that differ from the base ([] for the base)}.
-    pair: NotRequired[dict]
+    pair: NotRequired[PairEntry]  # pair datasets only
 
 
 class SingleRecord(TypedDict):
@@ -88,12 +101,13 @@ class SingleRecord(TypedDict):
 
 
 # Fields every scene record and object entry must have (validate checks them).
-RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__ if k not in ("index", "retry", "large_slot", "pair"))
+RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__
+                    if k not in ("index", "retry", "large_slot", "pair", "world"))
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
 MEASURED_KEYS = tuple(Measured.__annotations__)
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.
 PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
-                    "layout", "large_slot", "camera", "lights")
+                    "layout", "large_slot", "camera", "lights", "world")
 
 
 def object_names(record: SceneRecord | SingleRecord) -> list[str]:
@@ -201,7 +215,7 @@ def _check_fields(r: dict, rid, names, set_hash, measured: bool) -> list[str]:
 
 
 def _pair_problems(rid, pair, n: int) -> list[str]:
-    if not isinstance(pair, dict) or set(pair) != {"id", "factor", "changed"}:
+    if not isinstance(pair, dict) or set(pair) != set(PairEntry.__annotations__):
         return [f"record {rid}: 'pair' must be an object with id, factor and changed"]
     factor, changed = pair["factor"], pair["changed"]
     if factor != PAIR_BASE and factor not in PAIR_FACTORS:

@@ -125,6 +125,21 @@ def draw_grid(rows: list[list[Tile]], *, tile: int | None = None, font_px: int |
     return sheet
 
 
-def save_png(image: Image.Image, out: str | Path) -> None:
+def save_png(image: Image.Image, out: str | Path, text: dict[str, str] | None = None) -> None:
+    """Write the sheet atomically; `text` goes into PNG tEXt chunks (png_text reads them back)."""
+    from PIL.PngImagePlugin import PngInfo
+
+    info = PngInfo()
+    for key, value in (text or {}).items():
+        info.add_text(key, value)
     with atomic_path(out) as tmp:
-        image.save(tmp, format="PNG", optimize=True)
+        image.save(tmp, format="PNG", optimize=True, pnginfo=info)
+
+
+def png_text(path: str | Path) -> dict[str, str] | None:
+    """A PNG file's tEXt chunks, or None when the file is not a PNG."""
+    try:
+        with Image.open(path) as im:
+            return dict(im.text) if im.format == "PNG" else None
+    except (OSError, SyntaxError, ValueError):  # PIL's errors for bytes that are not an image
+        return None

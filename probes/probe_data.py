@@ -45,6 +45,15 @@ class ProbeData:
             raise UserError(f"probe '{probe}' needs measured object sizes; {self.root} has records "
                             "without `measured` (render it with `comco render`)")
 
+    def require_usable_images(self, singles: bool) -> None:
+        """Every record's image (and every single's, when `singles`) passes `comco validate`'s
+        image check: a missing, cut or scrambled file is named before a model loads."""
+        from comco.data import require_usable_images
+
+        require_usable_images(self.root, self.records)
+        if singles:
+            require_usable_images(self.root, self.singles, "single")
+
     def require_singles(self, probe: str) -> None:
         if not self.singles:
             raise UserError(f"probe '{probe}' needs single-object reference renders; "

@@ -14,7 +14,7 @@ from pathlib import Path
 from comco.report.plots import interval_bars, pyplot, save
 from comco.report.published import published_rows
 from comco.report.tables import csv_text as table_csv
-from comco.report.tables import markdown_table
+from comco.report.tables import markdown_table, md_line, md_text
 
 TITLES = {
     "tor": "TOR: text-based object retrieval, by mention position",
@@ -26,10 +26,15 @@ TITLES = {
     "ioc": "IOC: linear probe of the object in each slot (image embeddings)",
     "binding": "Colour binding: uni-modal linear probes and cross-modal swap test",
     "attention": "Last-layer CLS attention inside each object's box, by measured size rank",
-    "pairs": "Counterfactual pairs: Winoground text, image and group scores per factor",
+    "pairs": "Counterfactual pairs: Winoground text, image and group scores (and TTM's matching) per factor",
+    "size-class": "Size classes in text: TOR by mention position, captions opening with a large or a small object",
 }
 # What a probe's cells mean where cells_note() does not say it.
 PROBE_NOTES = {
+    "size-class": "Text only. Size classes from the manifest's real-world sizes (small: under a school bag, 0.5 m; "
+                  "large: over a car, 4.6 m). paper: the opening object, then medium ones (as ComCO describes it); "
+                  "script: the opening object, medium ones, and one of the other class last (as ComCO's script "
+                  "builds it). ComCO's claim 1: the 1st column is higher for large-first than for small-first.",
     "pairs": "Each pair is a base image and its variant with one factor changed, captioned by the template that "
              "names the factor (swap-size: sizes, swap-slots: relations, swap-colors: attributes, remove / add: and, "
              "count: counts). Text score: each image prefers its own caption; image score: each caption prefers "
@@ -101,16 +106,16 @@ def cells_note(probe: str) -> str:
 
 
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:
-    lines = [f"# {TITLES.get(probe, probe)}", "",
-             f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
-             f"seed {results['seed']}. {cells_note(probe)}", ""]
+    lines = [f"# {md_line(TITLES.get(probe, probe))}", "",
+             md_text(f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
+                     f"seed {results['seed']}. {cells_note(probe)}"), ""]
     if probe in PROBE_NOTES:
         lines += [PROBE_NOTES[probe], ""]
     for t in tabs:
         header, rows, notes = table_block(probe, t)
-        lines += [f"## {t['group']} - {t['metric']}", "", markdown_table(header, rows)]
+        lines += [f"## {md_line(t['group'])} - {md_line(t['metric'])}", "", markdown_table(header, rows)]
         if notes:
-            lines += ["", notes]
+            lines += ["", md_text(notes)]
         lines.append("")
     return "\n".join(lines)
 

@@ -9,7 +9,9 @@ from pathlib import Path
 from comco.errors import UserError
 from comco.progress import progress_group
 
-PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention", "pairs")
+PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention", "pairs", "size-class")
+DEFAULT_PROBES = PROBES[:-1]  # size-class embeds thousands of written captions: only when asked for
+TEXT_ONLY_PROBES = ("tor", "size-class")  # what --text-only can run: names and templates, no images
 IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention", "pairs"}
 NO_PAIRS = "no pair records (render the dataset with --pairs FACTOR)"
 
@@ -52,13 +54,14 @@ def parse_probes(text: str | None) -> list[str] | None:
 def select_probes(data, opts: ProbeOptions) -> tuple[list[str], dict[str, str]]:
     """(probes to run, probe -> why it was skipped). Asked-for probes that cannot run raise."""
     if opts.text_only:
-        if opts.probes and set(opts.probes) != {"tor"}:
-            raise UserError("--text-only runs only the TOR probe; drop --probes or pass --probes tor")
-        return ["tor"], {}
+        if opts.probes and not set(opts.probes) <= set(TEXT_ONLY_PROBES):
+            raise UserError(f"--text-only runs only the {' and '.join(TEXT_ONLY_PROBES)} probes; drop --probes or "
+                            f"pass --probes {','.join(TEXT_ONLY_PROBES)}")
+        return list(opts.probes or ["tor"]), {}
     asked = opts.probes
     skipped = {}
     chosen = []
-    for p in asked or PROBES:
+    for p in asked or DEFAULT_PROBES:
         why = _cannot_run(p, data)
         if why and asked:
             _require(p, data)  # raises the one-line message that says how to fix it
@@ -82,6 +85,10 @@ def _cannot_run(probe: str, data) -> str | None:
         return "no singles/ (render with --singles)"
     if probe == "binding" and not data.has_colors:
         return "no colours (plan with --colors)"
+    if probe == "size-class":
+        from comco.probes.size_class import missing_classes
+
+        return missing_classes(data.names, data.object_set, [2, 3, 4, 5])
     return None
 
 
@@ -96,6 +103,8 @@ def _require(probe: str, data) -> None:
         data.require_singles(probe)
     if probe == "binding" and not data.has_colors:
         raise UserError("probe 'binding' needs a colour dataset; plan and render one with --colors")
+    if probe == "size-class":
+        raise UserError(f"probe 'size-class' cannot run on {data.root}: {_cannot_run(probe, data)}")
 
 
 def default_templates(data) -> list[str]:
@@ -157,9 +166,19 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
 
             obj_set = load_object_set(object_set)
         data, info = None, {"object_set": obj_set.name, "object_set_hash": obj_set.hash}
-    probes, skipped = select_probes(data, opts) if data is not None else (["tor"], {})
+    _refuse_images_of_text_models(models, opts.probes or [])  # what was asked, before the data's own checks
+    probes, skipped = select_probes(data, opts)  # --text-only (the one way to come without data) checks first
+    _refuse_images_of_text_models(models, probes)
+    if "size-class" in probes and data is None:
+        from comco.probes.size_class import missing_classes
+
+        if opts.names or (why := missing_classes(names, obj_set, opts.object_counts)):
+            raise UserError("probe 'size-class' needs an object set with size classes, not a --gallery name list"
+                            if opts.names else f"probe 'size-class' cannot run: {why}")
     if not probes:
         raise UserError(f"no probe can run on {dataset}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    if data is not None and IMAGE_PROBES & set(probes):  # before any model loads, as `comco validate` checks
+        data.require_usable_images(singles="ior" in probes)
     templates = opts.templates or (default_templates(data) if data is not None else [])
     results = {
         "generator": GENERATOR, "seed": opts.seed, "n_boot": opts.n_boot,
@@ -189,6 +208,12 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
     return results
 
 
+def _refuse_images_of_text_models(models: list, probes: list[str]) -> None:
+    if (imaged := [p for p in probes if p in IMAGE_PROBES]) and (text_only := [m.name for m in models if m.text_only]):
+        raise UserError(f"{text_only[0]} embeds text only and cannot run {', '.join(imaged)}; pass --probes "
+                        f"tor,size-class (with a dataset) or --text-only")
+
+
 def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[str, list]:
     from comco.probes import attention, binding, ior, linear, matching, pairs, texts, tor
 
@@ -200,6 +225,13 @@ def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[
             return {"tor": tor.tor_text_only(names, obj_set, emb, tpl, opts.object_counts, tuples=opts.tuples,
                                              gallery=opts.tor_gallery, names_label=opts.names, **kw)}
         return {"tor": tor.tor_dataset(data, emb, templates, gallery=opts.tor_gallery, **kw)}
+    if probe == "size-class":
+        from comco.probes.size_class import size_class_tor
+
+        tpl = texts.get_template(book, opts.text_template if opts.text_only else (templates or ["and"])[0])
+        counts = opts.object_counts if opts.text_only else sorted({len(r["objects"]) for r in data.records})
+        return {"size-class": size_class_tor(names, obj_set, emb, tpl, [n for n in counts if n >= 2],
+                                             tuples=opts.tuples, gallery=opts.tor_gallery, **kw)}
     if probe == "ior":
         by_size, by_slot = ior.ior(data, emb, **kw)
         return {"ior": by_size, "ior_slot": by_slot}

@@ -9,6 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 DEFAULT_BOOTSTRAP = 1000
+# More resamples move a 95 % interval's ends by less than its rounding, and each takes a row of
+# multinomial draws per table cell: a bound keeps --bootstrap 10**12 from asking for terabytes.
+MAX_BOOTSTRAP = 100_000
 
 
 def accuracy(hits, clusters=None, *, chance: float | None = None, n_boot: int = DEFAULT_BOOTSTRAP,

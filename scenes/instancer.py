@@ -9,13 +9,11 @@ import math
 import bpy
 
 from comco.manifest import ObjectSet, ObjectSpec
+from comco.scenes.errors import ObjectBuildError
 from comco.scenes.materials import is_primary, linear_to_srgb, recolored
+from comco.scenes.meshes import import_mesh
 from comco.scenes.parts import Ctx
 from comco.scenes.registry import load_all
-
-
-class ObjectBuildError(Exception):
-    """An object could not be built or imported; the message names object and file."""
 
 
 class Instancer:
@@ -41,8 +39,6 @@ class Instancer:
             ctx = Ctx(spec, self.set.palette, self.library)
             ob = fn(ctx)
         else:
-            from comco.scenes.meshes import import_mesh
-
             ob = import_mesh(spec, self.set.root, self.library)
         if ob.name not in self.library.objects:
             self.library.objects.link(ob)

@@ -16,7 +16,7 @@ from pathlib import Path
 import bpy
 
 from comco.io import atomic_path
-from comco.scenes.instancer import ObjectBuildError
+from comco.scenes.errors import ObjectBuildError
 from comco.scenes.parts import join_and_normalize
 
 CACHE_DIR = ".comco-cache"

@@ -1,6 +1,6 @@
 """The stage: one base scene per worker (ground, world, lights, camera, preset).
 
-Built once; per image only the lights and camera are set from the record and the
+Built once; per image only the lights, the world and the camera are set from the record and the
 objects come and go (see instancer.py). The camera follows comco.plan.camera.Camera, so
 the planner's expectations match what Blender renders.
 """
@@ -147,6 +147,43 @@ def set_lights(scene, lights: dict) -> None:
         g = lights.get("world", 0.35)
         bg.inputs["Color"].default_value = (0.8, 0.85, 0.9, 1.0)
         bg.inputs["Strength"].default_value = g
+
+
+HDRI = "comco-hdri"  # the world's environment texture node, made on the first HDRI image
+
+
+def hdri_path(name: str) -> str:
+    """One of the CC0 HDRI worlds that ship with bpy (datafiles/studiolights/world)."""
+    folder = bpy.utils.system_resource("DATAFILES", path="studiolights/world")
+    path = os.path.join(folder, f"{name}.exr")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"bpy ships no world {name!r} ({path})")
+    return path
+
+
+def set_world(scene, world: dict | None) -> None:
+    """The record's world as light and background: an HDRI turned and scaled as planned, or
+    (no world, or "plain") the plain backdrop that set_lights gave the Background node."""
+    tree = scene.world.node_tree
+    bg = tree.nodes["Background"]
+    env = tree.nodes.get(HDRI)
+    if world is None or world["name"] == "plain":
+        for link in list(bg.inputs["Color"].links):  # an earlier image's HDRI: back to the backdrop
+            tree.links.remove(link)
+        return
+    if env is None:
+        coords = tree.nodes.new("ShaderNodeTexCoord")
+        turn = tree.nodes.new("ShaderNodeMapping")
+        turn.name = f"{HDRI}-turn"
+        env = tree.nodes.new("ShaderNodeTexEnvironment")
+        env.name = HDRI
+        tree.links.new(coords.outputs["Generated"], turn.inputs["Vector"])
+        tree.links.new(turn.outputs["Vector"], env.inputs["Vector"])
+    env.image = bpy.data.images.load(hdri_path(world["name"]), check_existing=True)
+    tree.nodes[f"{HDRI}-turn"].inputs["Rotation"].default_value = (0.0, 0.0, world["rotation_z"])
+    if not bg.inputs["Color"].is_linked:
+        tree.links.new(env.outputs["Color"], bg.inputs["Color"])
+    bg.inputs["Strength"].default_value = world["strength"]
 
 
 def render_to(scene, path: str) -> None:

@@ -21,7 +21,7 @@ import os
 import pytest
 from PIL import Image
 from support.export import comco
-from support.pairs import write_pair_dataset
+from support.pairs import planned_pair_dataset
 from support.probes import make_dataset
 
 from comco.data.folder import SCENES
@@ -30,7 +30,7 @@ from comco.io import read_jsonl
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    return write_pair_dataset(tmp_path_factory.mktemp("export-pairs") / "ds", n=4)
+    return planned_pair_dataset(tmp_path_factory.mktemp("export-pairs") / "ds", n=4)
 
 
 def records(root) -> dict[str, dict]:

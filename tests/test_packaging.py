@@ -16,7 +16,8 @@ def test_wheel_holds_code_and_data(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("comco/cli/app.py", "comco/plan/captions.toml", "comco/assets/comco/objects.toml",
                      "comco/assets/simco/objects.toml", "comco/scenes/worker.py", "comco/scenes/builders/simco.py",
-                     "comco/probes/tor.py", "comco/train/loop.py", "comco/data/export/run.py"):
+                     "comco/probes/tor.py", "comco/train/loop.py", "comco/data/export/run.py",
+                     "comco/probes/natural/coco_synonyms.toml"):
         assert required in names, required
     for folder, package in (("scenes", "comco/scenes"), ("probes", "comco/probes"), ("train", "comco/train"),
                             ("scenes/builders", "comco/scenes/builders")):

@@ -14,8 +14,8 @@ from support.export import comco
 from support.pairs import make_pairs, pair_records, write_pair_dataset
 from support.probes import FakeEmbedder, invoke, make_dataset, planned_data
 
-from comco.data.pairing import find_pairs
-from comco.probes.pairs import CHANCE, SPLIT, pairs_probe, winoground_scores
+from comco.data.pairing import ONE_WAY, find_pairs
+from comco.probes.pairs import CHANCE, CHANCE_ONE_WAY, SPLIT, pairs_probe, winoground_scores
 from comco.probes.probe_data import ProbeData
 
 FACTOR_TEMPLATE = {"swap-size": "sizes", "swap-slots": "relations", "remove": "and"}
@@ -67,6 +67,34 @@ def test_winoground_scores_follow_the_definition():
     assert s["text"].tolist() == [True, False, True, False]
     assert s["image"].tolist() == [True, False, False, False]
     assert s["group"].tolist() == [True, False, False, False]
+    assert s["matching"].tolist() == [True, False, True, False]  # 0.9 + 0.2 > 0.8 + 0.1
+
+
+def test_group_matching_uses_the_2x2_sum_and_one_way_factors_compare_only_against_the_false_caption():
+    # text and image both fail, yet the right pairing sums higher: TTM's matching holds
+    sims = np.array([[[0.5, 0.6], [0.55, 0.9]]], dtype=float)
+    s = winoground_scores(sims)
+    assert (s["text"][0], s["image"][0], s["matching"][0]) == (False, False, True)
+    # remove: the base caption (1 mentions the removed object) is false for the variant image (side 1);
+    # the base image may prefer the variant's caption, which is only incomplete for it
+    sims = np.array([[[0.2, 0.9], [0.1, 0.8]],  # variant image prefers its own caption; base caption its own image
+                     [[0.9, 0.2], [0.8, 0.1]]])  # the variant image prefers the false base caption
+    s = winoground_scores(sims, np.array([1, 1]))
+    assert s["text"].tolist() == [True, False] and s["image"].tolist() == [True, True]
+    assert s["group"].tolist() == [True, False]
+    assert winoground_scores(sims)["text"].tolist() == [False, False]  # both ways: the base image fails
+    # add: the variant caption is false for the base image (side 0)
+    s = winoground_scores(np.array([[[0.9, 0.2], [0.8, 0.7]]]), np.array([0]))
+    assert (s["text"][0], s["image"][0]) == (True, True)
+
+
+def test_one_way_chances_are_those_of_their_comparisons():
+    rng = np.random.default_rng(0)
+    sims = rng.random((200_000, 2, 2))
+    for one_way, chance in ((np.full(200_000, -1), CHANCE), (np.full(200_000, 1), CHANCE_ONE_WAY)):
+        s = winoground_scores(sims, one_way)
+        for role, p in chance.items():
+            assert abs(s[role].mean() - p) < 0.005, (role, s[role].mean(), p)
 
 
 def test_an_embedder_that_knows_each_image_scores_everything_and_its_mirror_nothing():
@@ -237,4 +265,5 @@ def test_the_all_counts_table_joins_its_factors_row_in_the_figure():
     records = pair_records(n=6, objects=(2, 3))
     groups = pairs_probe(data_of(records), FakeEmbedder(random_vec, lambda p: random_vec(str(p))), n_boot=0, seed=0)
     rows = {(_family({"group": g["key"], "n_objects": g["n_objects"]}), g["factor"]) for g in groups}
-    assert rows == {(f"{f} ({t} captions)", f) for f, t in FACTOR_TEMPLATE.items()}
+    assert rows == {(f"{f} ({t} captions{', scored one way' if f in ONE_WAY else ''})", f)
+                    for f, t in FACTOR_TEMPLATE.items()}

@@ -2,14 +2,17 @@
 and check_record finds what is wrong with a record without touching any file."""
 
 import copy
+import typing
 
 from comco.manifest import load_object_set
 from comco.plan import PlanConfig, Planner
 from comco.record import (
     OBJECT_KEYS,
     ObjectEntry,
+    PairEntry,
     SceneRecord,
     SingleRecord,
+    WorldEntry,
     check_record,
     largest,
     measured_ranks,
@@ -26,15 +29,34 @@ def test_planned_records_have_exactly_the_typed_fields():
     p = planner(colors=True)
     optional = {k for k in ObjectEntry.__annotations__ if k == "measured"}
     for rec in p.records():
-        assert set(rec) == set(SceneRecord.__annotations__) - {"pair"}  # pair datasets only
+        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world"}  # pair / --world datasets only
         for o in rec["objects"]:
             assert set(o) == set(ObjectEntry.__annotations__) - optional
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
     for single in p.singles():
         assert set(single) == set(SingleRecord.__annotations__)
-    for rec in planner(colors=True, pairs=("swap-colors", "count")).records():
+    for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",)).records():
         assert set(rec) == set(SceneRecord.__annotations__)
+        assert set(rec["world"]) == set(WorldEntry.__annotations__)
+        assert set(rec["pair"]) == set(PairEntry.__annotations__)
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
+
+
+def test_the_planner_and_the_readers_are_typed_with_the_record():
+    from comco.data import Dataset
+    from comco.data.pairing import find_pairs, pair_entry
+
+    def hints(fn):
+        return typing.get_type_hints(fn)
+
+    assert hints(Planner.plan)["return"] is SceneRecord
+    assert hints(Planner.records)["return"] == typing.Iterator[SceneRecord]
+    assert hints(Planner.singles)["return"] == list[SingleRecord]
+    assert hints(Dataset.records)["return"] == typing.Iterator[SceneRecord]
+    assert hints(Dataset.complete_records)["return"] == list[SceneRecord]
+    assert hints(Dataset.singles)["return"] == list[SingleRecord]
+    assert hints(pair_entry) == {"record": SceneRecord, "return": PairEntry | None}
+    assert hints(find_pairs)["records"] == list[SceneRecord]
 
 
 def test_check_record_names_each_kind_of_damage():

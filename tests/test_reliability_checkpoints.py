@@ -48,7 +48,7 @@ def _huge(ckpt):  # ~13 TB if built for real
 
 
 EDITS = {
-    "absurd widths": (_huge, "does not match its tensors"),
+    "absurd widths": (_huge, r"embed_dim 1048576 \(1..16,384\)"),  # bounded before the meta check
     "absurd depth": (lambda c: _cfg(c)["vision_cfg"].update(layers=10**7), "layers"),
     "absurd context": (lambda c: c.update(context_length=10**9), "context_length"),
     "no spec": (lambda c: c.pop("model_spec"), "model_spec"),

@@ -150,6 +150,16 @@ def test_overwrite_of_the_same_configuration_renders_again(copy):
     assert indices(copy) == list(range(6)) and validate(copy).returncode == 0
 
 
+def test_rendering_a_finished_dataset_again_calls_it_finished(copy):
+    # issue 24 item 6: it used to say "(partly) rendered; pass --resume"
+    before = (copy / "scenes.jsonl").read_bytes()
+    r = render(copy, "--n", "6", "--masks", check=False)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"comco: error: --out {copy} already holds this dataset, finished (6 images rendered); to render it "
+        f"again, run the same command with --overwrite, or choose another --out"]
+    assert (copy / "scenes.jsonl").read_bytes() == before and validate(copy).returncode == 0
+
+
 @pytest.mark.parametrize("flagged", [True, False], ids=["transient-flag", "older-journal"])
 def test_resume_retries_scenes_lost_to_crashed_workers(copy, flagged):
     # As a run leaves it when scene 2's worker died twice: the entry failed, no image.

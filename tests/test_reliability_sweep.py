@@ -12,6 +12,8 @@ import subprocess
 import sys
 
 import pytest
+from support.hostile import BUILT
+from support.probes import make_dataset
 
 from comco.cli.app import main
 
@@ -147,7 +149,44 @@ CASES = {
     "lab run --scale huge": ["lab", "run", "order-bias", "--out", "{out}", "--scale", "huge"],
     "lab run --jobs 0": ["lab", "run", "order-bias", "--out", "{out}", "--jobs", "0"],
     "lab run --resume --overwrite": ["lab", "run", "order-bias", "--out", "{out}", "--resume", "--overwrite"],
+    # -- issue 25: pairs that name nothing, an unbounded bootstrap, export, the pair sheet
+    "plan --pairs ''": ["plan", "--out", "{out}", "--pairs", ""],
+    "plan --pairs ','": ["plan", "--out", "{out}", "--pairs", ","],
+    "render --pairs ','": ["render", "--out", "{out}", "--pairs", ","],
+    "probe --bootstrap 10**12": ["probe", *TEXT_ONLY, "--bootstrap", str(10**12)],
+    "export an empty folder": ["export", "{dir}", "--to", "hf", "--out", "{out}"],
+    "export --to nope": ["export", "{data}", "--to", "nope", "--out", "{out}"],
+    "export --shard-size 1": ["export", "{data}", "--to", "open-clip-wds", "--shard-size", "1", "--out", "{out}"],
+    "export --out DATA/images": ["export", "{data}", "--to", "hf", "--out", "{data}/images"],
+    "export --out DATA/images --overwrite": ["export", "{data}", "--to", "hf", "--out", "{data}/images",
+                                             "--overwrite"],
+    "export --out DATA/masks --overwrite": ["export", "{data}", "--to", "clip-benchmark", "--out", "{data}/masks",
+                                            "--overwrite"],
+    "dataset pairs-sheet --factors ''": ["dataset", "pairs-sheet", "{data}", "--out", "{out}/s.png", "--factors", ""],
+    "dataset pairs-sheet --factors ','": ["dataset", "pairs-sheet", "{data}", "--out", "{out}/s.png", "--factors",
+                                          ","],
+    "dataset pairs-sheet --out a file it did not write": ["dataset", "pairs-sheet", "{data}", "--out", "{file}"],
 }
+# Issue 25 items 5, 7, 10, 11, 12: damaged model files, unusable images, Latin-1 captions, a junk mesh
+# (the files are built by support.hostile, a few kB each)
+ON_TEXT = ["probe", "--text-only", "--object-set", "simco", "--out", "{out}", "-m"]
+CASES.update({
+    "probe a ckpt with a stride-0 tensor of 2e9 rows": [*ON_TEXT, "{ckpt-stride0}"],
+    "probe a ckpt of kind evil": [*ON_TEXT, "{ckpt-kind-evil}"],
+    "probe a ckpt whose version is a string": [*ON_TEXT, "{ckpt-version-string}"],
+    "probe a ckpt whose text_map is a list": [*ON_TEXT, "{ckpt-text-map-list}"],
+    "probe a ckpt with keep abc": [*ON_TEXT, "{ckpt-keep-abc}"],
+    "probe a longclip file of 0-d tensors": [*ON_TEXT, "{longclip-0d}"],
+    "probe an hf folder with an empty config.json": [*ON_TEXT, "{hf-empty-config}"],
+    "probe an hf folder with pickled weights": [*ON_TEXT, "{hf-pickled-weights}"],
+    "probe an hf folder without tokenizer files": [*ON_TEXT, "{hf-no-tokenizer}"],
+    "probe an hf folder with preprocessor size -5": [*ON_TEXT, "{hf-size-5}"],
+    "probe a dataset with a cut image": ["probe", "{ds-cut-image}", *MODEL, "--probes", "matching", "--out", "{out}"],
+    "train on a dataset with a missing image": ["train", "scratch", "--data", "{ds-missing-image}", "--out", "{out}"],
+    "eval urban1k with Latin-1 captions": ["eval", "retrieval", "--benchmark", "urban1k", "--root",
+                                           "{urban1k-latin1}", *EVAL_MODEL, "--out", "{out}"],
+    "objects validate a random-bytes .obj": ["objects", "validate", "{random-obj-set}"],
+})
 if not torch_cuda:  # a machine with a GPU would accept these
     CASES["probe --device cuda"] = ["probe", *TEXT_ONLY, "--device", "cuda"]
     CASES["train --device cuda"] = [*SCRATCH, "--device", "cuda"]
@@ -162,11 +201,17 @@ def _args(case: str, tmp_path) -> tuple[list[str], object]:
     (tmp_path / "bad.toml").write_text("not TOML = [\n")
     out = tmp_path / "out"
     sub = {"{out}": str(out), "{dir}": str(d), "{file}": str(tmp_path / "file.txt"),
-           "{empty}": str(tmp_path / "empty.bin"), "{toml}": str(tmp_path / "bad.toml")}
+           "{empty}": str(tmp_path / "empty.bin"), "{toml}": str(tmp_path / "bad.toml"),
+           "{data}": str(tmp_path / "data")}
+    if any("{data}" in a for a in CASES[case]):  # a small painted dataset, made only for the cases that need one
+        make_dataset(tmp_path / "data", n=2, resolution=16, singles=False)
     args = []
     for a in CASES[case]:
         for k, v in sub.items():
             a = a.replace(k, v)
+        for k, build in BUILT.items():  # damaged files, written only for the case that names them
+            if k in a:
+                a = a.replace(k, build(tmp_path))
         args.append(a)
     return args, out
 

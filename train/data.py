@@ -35,10 +35,11 @@ def load_comco(root: Path, templates: list[str], *, negatives: str | None = None
     A template missing from every record is a user error that names it, because the
     fix is to plan/render with that template.
     """
+    from comco.data import require_usable_images
     from comco.data.folder import Dataset
 
     dataset = Dataset(root)
-    samples = []
+    samples, used = [], []
     seen: set[str] = set()
     for record in dataset.complete_records():
         captions_by_template = record.get("captions", {})
@@ -53,6 +54,7 @@ def load_comco(root: Path, templates: list[str], *, negatives: str | None = None
         if not captions or (negatives is not None and len(negs) != len(captions)):
             continue
         samples.append(Sample(dataset.image_path(record), tuple(captions), tuple(negs)))
+        used.append(record)
     wanted = ", ".join(repr(t) for t in templates + ([negatives] if negatives else []))
     if not samples:
         have = ", ".join(sorted(seen)) or "none"
@@ -61,6 +63,7 @@ def load_comco(root: Path, templates: list[str], *, negatives: str | None = None
             f"plan and render the dataset with --captions "
             f"{','.join(templates + ([negatives.removesuffix('_swapped')] if negatives else []))}"
         )
+    require_usable_images(root, used)  # every image, as `comco validate` checks it, before a model loads
     return TrainData(samples, "comco", f"comco dataset {root} ({len(samples)} images, {wanted})")
 
 
@@ -128,9 +131,12 @@ def load_training_data(path: str | Path, *, templates: list[str], image_root: st
                         "a ShareGPT4V .json, or a .jsonl/.csv of image and caption")
     if not data.samples:
         raise UserError(f"--data {path}: no samples")
-    # a spread-out spot check: stat-ing a million paths would take minutes
-    spot = data.samples[:: max(1, len(data.samples) // 100)]
-    missing = next((s.image for s in spot if not s.image.is_file()), None)
-    if missing is not None:
-        raise UserError(f"--data {path}: image {missing} not found (set --image-root?)")
+    if data.source != "comco":  # checked whole above; a list of a million images gets a spread-out spot check
+        from comco.data.validate import image_problem
+
+        spot = data.samples[:: max(1, len(data.samples) // 100)]
+        bad = next(((s.image, why) for s in spot if (why := image_problem(s.image))), None)
+        if bad is not None:
+            hint = " (set --image-root?)" if bad[1] == "is missing" else ""
+            raise UserError(f"--data {path}: image {bad[0]} {bad[1]}{hint}")
     return data

@@ -38,6 +38,17 @@ def pil_steps(resolution: int):
     return apply
 
 
+def read_image(path: Path, transform: Callable):
+    """transform(the PIL image at `path`); an image that cannot be decoded (past the spot
+    check of a long list) is a UserError naming it, not a traceback from a worker."""
+    try:
+        with Image.open(path) as image:
+            return transform(image)
+    except (OSError, SyntaxError, ValueError) as exc:  # PIL's ways of failing on bad bytes
+        raise UserError(f"image {path} cannot be decoded ({exc.__class__.__name__}); replace it or leave it "
+                        "out of --data") from None
+
+
 class CachedImages:
     """All images as one (N, S, S, 3) uint8 array; batches are normalised float tensors."""
 
@@ -62,8 +73,7 @@ class CachedImages:
         steps = pil_steps(resolution)
 
         def load(path: Path) -> np.ndarray:
-            with Image.open(path) as image:
-                return np.asarray(steps(image), dtype=np.uint8)
+            return np.asarray(read_image(path, steps), dtype=np.uint8)
 
         with ThreadPoolExecutor(max(1, threads)) as pool:  # PIL decodes without the GIL
             array = np.stack(list(pool.map(load, paths)))
@@ -99,8 +109,7 @@ class FileImages:
     def __call__(self, indices: list[int]) -> torch.Tensor:
         tensors = []
         for i in indices:
-            with Image.open(self.paths[i]) as image:
-                tensors.append(self.transform(image.convert("RGB")))
+            tensors.append(read_image(self.paths[i], lambda image: self.transform(image.convert("RGB"))))
         return torch.stack(tensors)
 
 

@@ -15,9 +15,10 @@ def load_init(init: str | None, pretrained: str | None, kind: str, device: str =
     if not init:
         raise UserError(f"comco train {kind} needs --init MODEL (an open_clip name with --pretrained, ckpt:PATH, "
                         "longclip:PATH or debias:PATH)")
-    if init.startswith("hf:"):  # known before loading: no folder's own code runs for nothing
+    if init.startswith(("hf:", "st:")):  # known before loading: no folder's own code runs for nothing
         raise UserError(f"--init {init}: comco train {kind} needs an open_clip model (an open_clip name, "
-                        "ckpt:PATH, longclip:PATH or debias:PATH), not a transformers folder")
+                        f"ckpt:PATH, longclip:PATH or debias:PATH), not a "
+                        f"{'transformers' if init.startswith('hf:') else 'sentence-transformers'} folder")
     try:
         loaded = ModelRef(init, pretrained).load(device)
     except UserError:

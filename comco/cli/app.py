@@ -12,29 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from comco.cli.options import (
-    Captions,
-    Colors,
-    LargeFraction,
-    LargeSlot,
-    Layout,
-    N,
-    Objects,
-    ObjectSet,
-    OrderBias,
-    OrderPolicy,
-    Orders,
-    Out,
-    Overwrite,
-    Pairs,
-    Quiet,
-    Resolution,
-    Resume,
-    Seed,
-    Singles,
-    SmallFraction,
-    Templates,
-)
+from comco.cli.options import Out, Overwrite, PlanOptions, Quiet, Resume, Singles, with_plan_options
 from comco.cli.say import say
 from comco.errors import UserError
 
@@ -48,6 +26,7 @@ app.add_typer(dataset_app, name="dataset")
 
 def _register_parts() -> None:
     """The probe, export, train and eval verbs live beside their code's owners (typer only, nothing heavy)."""
+    from comco.cli.captions import app as captions_app
     from comco.cli.eval import app as eval_app
     from comco.cli.export import export
     from comco.cli.lab import app as lab_app
@@ -59,22 +38,17 @@ def _register_parts() -> None:
     app.add_typer(train_app, name="train")
     app.add_typer(eval_app, name="eval")
     app.add_typer(lab_app, name="lab")
+    app.add_typer(captions_app, name="captions")
 
 
 _register_parts()
 
 
-
-def plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                order_bias, large_fraction, small_fraction, captions, templates, pairs=""):
-    """The options of plan and render as a PlanConfig (the one way configs are built)."""
+def plan_config(plan_options: dict):
+    """The planning options of plan and render as a PlanConfig (the one way configs are built)."""
     from comco.plan import PlanConfig
 
-    return PlanConfig.from_dict(dict(
-        object_set=object_set, objects=objects, n=n, seed=seed, layout=layout, large_slot=large_slot,
-        resolution=resolution, colors=colors, orders=orders, order_policy=order_policy, order_bias=order_bias,
-        large_fraction=large_fraction, small_fraction=small_fraction, captions=captions, templates=templates,
-        pairs=pairs))
+    return PlanConfig.from_dict(plan_options)
 
 
 def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:
@@ -94,21 +68,15 @@ def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_
 
 
 @app.command()
-def plan(
-    out: Out, objects: Objects = "2-5", n: N = 100, object_set: ObjectSet = "comco", layout: Layout = "one-large",
-    large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
-    orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
-    large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
-    templates: Templates = None, pairs: Pairs = "", singles: Singles = False, overwrite: Overwrite = False,
-    resume: Resume = False, quiet: Quiet = False,
-):
+@with_plan_options
+def plan(out: Out, plan_options: PlanOptions, singles: Singles = False, overwrite: Overwrite = False,
+         resume: Resume = False, quiet: Quiet = False):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
     from comco.data import run_plan
     from comco.io import require_folder
 
     require_folder(out, "--out")
-    cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                      order_bias, large_fraction, small_fraction, captions, templates, pairs)
+    cfg = plan_config(plan_options)
     stats = run_plan(cfg, out, overwrite=overwrite, resume=resume, quiet=quiet, singles=singles)
     say(quiet, f"planned {stats['images']} {'images' if cfg.pairs else 'scenes'} in {stats['seconds']:.1f} s "
                 f"({stats['replanned']} re-planned to fit) -> {out}")
@@ -133,12 +101,9 @@ def _render_jobs(cfg, opts, out: Path, executor: str, shards: int, quiet: bool) 
 
 
 @app.command()
+@with_plan_options
 def render(
-    out: Out, objects: Objects = "2-5", n: N = 100, object_set: ObjectSet = "comco", layout: Layout = "one-large",
-    large_slot: LargeSlot = "random", seed: Seed = 0, resolution: Resolution = "512", colors: Colors = False,
-    orders: Orders = 4, order_policy: OrderPolicy = "random", order_bias: OrderBias = 0.0,
-    large_fraction: LargeFraction = 0.07, small_fraction: SmallFraction = "0.005-0.01", captions: Captions = "",
-    templates: Templates = None, pairs: Pairs = "", singles: Singles = False,
+    out: Out, plan_options: PlanOptions, singles: Singles = False,
     preset: Annotated[str, typer.Option(help="draft (Workbench, fast), cycles (default) or high; eevee needs a GPU.")] = "cycles",
     samples: Annotated[Optional[int], typer.Option(help="Cycles samples (preset default if unset).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or optix (Cycles on NVIDIA GPUs).")] = "cpu",
@@ -162,8 +127,7 @@ def render(
 
     _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
     require_folder(out, "--out")
-    cfg = plan_config(objects, n, object_set, layout, large_slot, seed, resolution, colors, orders, order_policy,
-                      order_bias, large_fraction, small_fraction, captions, templates, pairs)
+    cfg = plan_config(plan_options)
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
                          max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
                          min_pixels=min_pixels,
@@ -176,8 +140,9 @@ def render(
     per = s["seconds"] / max(1, s["rendered"])
     crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""
     crashes += f", {s['hung']} hung workers replaced" if s["hung"] else ""
+    checked = f" ({s['retried_after_checks']} after failing a render check)" if s["retried_after_checks"] else ""
     say(quiet, f"rendered {s['images']} images ({s['singles']} singles), {len(s['failures'])} failed, "
-                f"{s['retries']} re-planned{crashes}, {per:.2f} s per image -> {out}")
+                f"{s['retried']} re-planned{checked}{crashes}, {per:.2f} s per image -> {out}")
     if s["failures"]:
         again = f" ({s['transient']} lost to crashed workers: --resume tries them again)" if s["transient"] else ""
         typer.echo(f"{len(s['failures'])} scenes failed their checks; reasons in {out / 'failures.jsonl'}{again}",
@@ -218,7 +183,8 @@ def _bpy_module(module: str, *args: str) -> str:
 
     if importlib.util.find_spec("bpy") is None:
         raise UserError("bpy is not installed: pip install 'bpy==5.0.*' (Python 3.11) to render objects")
-    r = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True)
+    # Blender echoes what it cannot parse (a random-bytes .obj) raw: decode it without failing
+    r = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, errors="replace")
     tail = r.stderr.strip().splitlines()
     if r.returncode == UserError.exit_code and tail and tail[-1].startswith("comco: error: "):
         raise UserError(tail[-1].removeprefix("comco: error: "))  # the module's one line, passed on
@@ -326,7 +292,8 @@ def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folde
 
 @dataset_app.command("pairs-sheet")
 def dataset_pairs_sheet(
-    dataset: Annotated[Path, typer.Argument(help="A dataset rendered with --pairs.")], out: Out,
+    dataset: Annotated[Path, typer.Argument(help="A dataset rendered with --pairs.")],
+    out: Annotated[Path, typer.Option("--out", help="The sheet's PNG file; an existing file is replaced only when it is a sheet this command wrote.")],
     limit: Annotated[int, typer.Option(help="Pair groups (rows) to show, the dataset's first.")] = 8,
     factors: Annotated[Optional[str], typer.Option(help="Factors to show, comma-separated (default: all).")] = None,
     tile: Annotated[int, typer.Option(help="Cell width in pixels (small renders are scaled up).")] = 192,
@@ -337,7 +304,6 @@ def dataset_pairs_sheet(
     with its factor and the captions the pair probe compares."""
     from comco.data import pair_sheet
 
-    _image_out(out)
     s = pair_sheet(dataset, out, limit=limit, factors=factors, tile=tile, resample=resample)
     say(quiet, f"{s['rows']} pair groups x {s['columns']} images ({s['size'][0]} x {s['size'][1]} px) -> {out}")
 

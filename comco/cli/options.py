@@ -1,30 +1,18 @@
 """The options several verbs share, declared once (typer has no parameter groups): a verb
-takes them as `name: Option = default`, so the same flag reads the same everywhere."""
+takes them as `name: Option = default`, so the same flag reads the same everywhere. The
+planning options are built from their declarations (comco/plan/options.py) by
+`with_plan_options`."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Callable, List, Optional
 
 import typer
 
-# plan and render
-Objects = Annotated[str, typer.Option("--objects", help="Objects per image: a count (3), a range (2-5) or a list (2,4).")]
-N = Annotated[int, typer.Option("--n", help="Number of images.")]
-ObjectSet = Annotated[str, typer.Option("--object-set", help="Built-in set (comco, simco) or a folder with objects.toml.")]
-Layout = Annotated[str, typer.Option(help="one-large (ComCO), equal, graded or realistic.")]
-LargeSlot = Annotated[str, typer.Option("--large-slot", help="Slot of the largest object: M, UL, UR, BL, BR, a list (M,UL,BR) or random.")]
-Seed = Annotated[int, typer.Option(help="Dataset seed; each image derives its own from it.")]
-Resolution = Annotated[str, typer.Option(help="Image size in pixels: 512 or 640x480.")]
-Colors = Annotated[bool, typer.Option("--colors/--no-colors", help="Give objects palette colours (and write attribute captions).")]
-Orders = Annotated[int, typer.Option(help="Mention orders per image for 4+ objects (all permutations for 3 or fewer).")]
-OrderPolicy = Annotated[str, typer.Option("--order-policy", help="random, size-desc, size-asc or left-to-right.")]
-OrderBias = Annotated[float, typer.Option("--order-bias", help="Probability that the largest object is mentioned first (lab variable).")]
-LargeFraction = Annotated[float, typer.Option("--large-fraction", help="Image share of the large object (one-large).")]
-SmallFraction = Annotated[str, typer.Option("--small-fraction", help="Image share range of small objects, e.g. 0.005-0.01.")]
-Captions = Annotated[str, typer.Option(help="Caption templates to write, comma-separated (default: all that apply).")]
-Templates = Annotated[Optional[Path], typer.Option(help="A TOML file of extra caption templates.")]
-Pairs = Annotated[str, typer.Option("--pairs", help="Counterfactual minimal pairs: per scene, one variant per factor (swap-size, swap-slots, swap-colors, remove, add, count), comma-separated.")]
+# plan and render (the planning options themselves come from their declarations: with_plan_options)
 Singles = Annotated[bool, typer.Option("--singles", help="Also plan/render one reference image per object (for IOR).")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace a dataset made with another configuration.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue a dataset with the same configuration.")]
@@ -38,3 +26,43 @@ Cache = Annotated[Optional[Path], typer.Option("--cache", help="Embedding cache 
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the embedding cache.")]
 TrustRemoteCode = Annotated[bool, typer.Option("--trust-remote-code", help="Let an hf:DIR folder run the model code it ships (FG-CLIP style); never by default.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Encoder batch size.")]
+
+
+# ---------------------------------------------------------------- the planning options
+
+PlanOptions = dict  # a verb's `plan_options: PlanOptions` parameter: the planning options, by name
+
+
+def plan_parameters() -> list[inspect.Parameter]:
+    """One typer option per declared planning option that has a help text, in declaration order."""
+    from comco.plan import plan_options
+
+    params = []
+    for o in plan_options():
+        if not o.on_cli:
+            continue
+        kind, default = o.cli()
+        flags = o.flags or ("--" + o.name.replace("_", "-"),)
+        params.append(inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                        annotation=Annotated[kind, typer.Option(*flags, help=o.help)]))
+    return params
+
+
+def with_plan_options(verb: Callable) -> Callable:
+    """A verb that takes every planning option: its parameter `plan_options: PlanOptions` becomes
+    one command-line option per declaration (in its place), and the verb receives their values
+    as one dict under that name (for PlanConfig.from_dict)."""
+    own = inspect.signature(verb, eval_str=True)
+    planned = plan_parameters()
+    names = [p.name for p in planned]
+    params = []
+    for p in own.parameters.values():
+        params += planned if p.name == "plan_options" else [p]
+
+    @functools.wraps(verb)
+    def command(**given):
+        return verb(plan_options={k: given.pop(k) for k in names}, **given)
+
+    command.__signature__ = own.replace(parameters=params)
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command

@@ -21,7 +21,7 @@ def probe(
     model: Models = None,
     pretrained: Pretrained = None,
     trust_remote_code: TrustRemoteCode = False,
-    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs (default: all the data supports).")] = None,
+    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs,size-class (default: all the data supports but size-class).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables, plots and the page (report.md, report.html).")] = None,
     text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
     object_set: Annotated[Optional[str], typer.Option("--object-set", help="Object set for --text-only without a dataset.")] = None,
@@ -31,7 +31,7 @@ def probe(
     templates: Annotated[Optional[str], typer.Option("--templates", help="Caption templates for TOR/TOC (default: all colour-free ones in the data).")] = None,
     tor_gallery: Annotated[str, typer.Option("--tor-gallery", help="TOR gallery: names (bare object names, ComCO's protocol) or template (each name in the query's template).")] = "names",
     text_template: Annotated[str, typer.Option("--text-template", help="Template of the captions probes write (I2TOR, matching, text-only).")] = "photo",
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % intervals.")] = 1000,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % intervals (0 to 100,000).")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed for sampling, splits and the bootstrap.")] = 0,
     batch_size: BatchSize = 64,
     device: Annotated[str, typer.Option("--device", help="cpu or cuda (autocast fp16 on cuda).")] = "cpu",
@@ -66,8 +66,12 @@ def probe(
     from comco.models import pair_models
 
     refs = pair_models(model, pretrained, trust_remote_code)
-    if bootstrap < 0 or not 0 < test_fraction < 1 or batch_size < 1:
-        raise UserError("--bootstrap must be >= 0, --test-fraction in (0, 1), --batch-size >= 1")
+    from comco.probes import MAX_BOOTSTRAP
+
+    if not 0 <= bootstrap <= MAX_BOOTSTRAP:
+        raise UserError(f"--bootstrap {bootstrap}: give 0 (no intervals) to {MAX_BOOTSTRAP:,} resamples")
+    if not 0 < test_fraction < 1 or batch_size < 1:
+        raise UserError("--test-fraction must be in (0, 1) and --batch-size >= 1")
     if limit is not None and limit < 1:
         raise UserError(f"--limit {limit}: probe at least 1 scene (leave --limit out for all)")
     if tuples < 1 or (max_distractors is not None and max_distractors < 0):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -17,6 +18,7 @@ from typing import Iterable, Iterator
 from comco import GENERATOR, PAIRS_VERSION, PLAN_VERSION, __version__
 from comco.errors import UserError
 from comco.io import read_jsonl
+from comco.record import SceneRecord, SingleRecord
 
 INFO = "dataset.json"
 SCENES = "scenes.jsonl"
@@ -117,10 +119,10 @@ class Dataset:
                             f"make one with `comco plan` or `comco render`")
         self.info = read_info(self.root)
 
-    def records(self) -> Iterator[dict]:
+    def records(self) -> Iterator[SceneRecord]:
         return read_jsonl(self.root / SCENES)
 
-    def complete_records(self) -> list[dict]:
+    def complete_records(self) -> list[SceneRecord]:
         """Every record, refusing a scenes.jsonl that lacks records dataset.json counts: a
         probe or a training run on the rest would silently measure another dataset."""
         records = list(self.records())
@@ -143,7 +145,7 @@ class Dataset:
         raise UserError(f"{self.root / SCENES} lacks records that {INFO} counts (missing: {what}); "
                         f"restore the file or make the dataset again (`comco render --resume`)")
 
-    def singles(self) -> list[dict]:
+    def singles(self) -> list[SingleRecord]:
         path = self.root / SINGLES
         if not path.is_file():
             raise UserError(f"{self.root} has no singles/ reference renders; render with --singles")
@@ -152,7 +154,7 @@ class Dataset:
     def has_singles(self) -> bool:
         return (self.root / SINGLES).is_file()
 
-    def image_path(self, record: dict) -> Path:
+    def image_path(self, record: SceneRecord | SingleRecord) -> Path:
         return self.root / record["image"]
 
     def has_images(self) -> bool:
@@ -183,6 +185,13 @@ def expected_ids(root: Path, info: dict) -> list[str] | None:
         failed = {f.get("id") for f in read_jsonl(Path(root) / FAILURES) if isinstance(f, dict)}
         ids = [i for i in ids if i not in failed]
     return ids
+
+
+def failure_counts(failures: list[dict]) -> dict:
+    """dataset.json's failure counts: `failed` counts scene images (with `rendered`, every planned
+    image of the slice), `singles_failed` the single-object renders."""
+    singles = sum(1 for f in failures if str(f.get("key", "")).startswith("single:"))
+    return {"failed": len(failures) - singles, "singles_failed": singles}
 
 
 def pair_factors(info: dict) -> tuple[str, ...]:
@@ -237,7 +246,33 @@ def safe_image_path(image, folders: tuple[str, ...] = ("images", "singles")) -> 
     return image
 
 
-def metadata_rows(records: Iterable[dict], template: str = "and") -> Iterator[dict]:
+# The ids comco writes (000042, 000042-swap-size): they become file names and tar keys in exports.
+RECORD_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,99}")
+
+
+def record_key(record) -> str:
+    """A record's id, checked before it names a file or a tar member: one component of the
+    digits, letters, '-' and '_' that comco writes. Anything else (a number, null, '..', a
+    path, a dot that a WebDataset reader would take for an extension) is refused."""
+    rid = record.get("id") if isinstance(record, dict) else None
+    if not isinstance(rid, str) or not RECORD_ID.fullmatch(rid):
+        raise UserError(f"record id {json.dumps(rid)} is not an id comco writes (digits, letters, '-', '_'); "
+                        f"the records were edited (make the dataset again)")
+    return rid
+
+
+def image_file(root: str | Path, record: dict, folders: tuple[str, ...] = ("images",)) -> Path:
+    """The record's image in the dataset folder (safe_image_path), refusing a symbolic link that
+    leads out of it: an export would pack, copy or hard-link the file it points to."""
+    root = Path(root)
+    path = root / safe_image_path(record.get("image"), folders)
+    if path.exists() and not path.resolve().is_relative_to(root.resolve()):
+        raise UserError(f"record {record.get('id')}: image {record['image']} is a symbolic link out of {root}; "
+                        f"copy the file into the dataset")
+    return path
+
+
+def metadata_rows(records: Iterable[SceneRecord], template: str = "and") -> Iterator[dict]:
     """Rows of a Hugging Face imagefolder `metadata.jsonl` (file_name + texts)."""
     for r in records:
         caps = r.get("captions", {})

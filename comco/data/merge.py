@@ -18,6 +18,7 @@ from comco.data.folder import (
     SCENES,
     SINGLES,
     config_hash,
+    failure_counts,
     metadata_rows,
     read_info,
     safe_image_path,
@@ -87,7 +88,7 @@ def merge_shards(shards: list[Path], out: Path) -> dict:
     info = json.loads(json.dumps(infos[0]))
     info["config"]["render"]["shard"] = [0, 1]
     info["config_hash"] = config_hash(info["config"], info["object_set_hash"])
-    info["counts"].update(rendered=len(records), singles=len(singles), failed=len(failures),
+    info["counts"].update(rendered=len(records), singles=len(singles), **failure_counts(failures),
                           retried=sum(1 for r in records if r.get("retry")))
     write_json(out / INFO, info)
     return {"images": len(records), "singles": len(singles), "failures": len(failures)}

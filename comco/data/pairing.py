@@ -11,10 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from comco.record import PAIR_BASE as BASE
-from comco.record import PAIR_FACTORS, largest
+from comco.record import PAIR_FACTORS, PairEntry, SceneRecord, largest
 
 FACTORS = PAIR_FACTORS  # the record's vocabulary: one list of factors for planner and probe
 # The template whose captions name what the factor changes (written by the pair planner).
+# Factors whose captions are false one way only: a caption that leaves an object out is incomplete, not
+# false, for the image that holds it. factor -> (the side whose caption is false for the other side's
+# image, that image's side): remove's base caption names an object its variant lacks; add's variant
+# caption names one its base lacks. Every other factor's captions are each false for the other image.
+ONE_WAY = {"remove": ("base", "variant"), "add": ("variant", "base")}
 FACTOR_TEMPLATES = {"swap-size": "sizes", "swap-slots": "relations", "swap-colors": "attributes",
                     "remove": "and", "add": "and", "count": "counts"}
 
@@ -23,8 +28,8 @@ FACTOR_TEMPLATES = {"swap-size": "sizes", "swap-slots": "relations", "swap-color
 class Pair:
     id: str  # the base record's id
     factor: str
-    base: dict
-    variant: dict
+    base: SceneRecord
+    variant: SceneRecord
 
     @property
     def n_objects(self) -> int:
@@ -39,16 +44,16 @@ class PairCaptions:
     variant: str
 
 
-def pair_entry(record: dict) -> dict | None:
+def pair_entry(record: SceneRecord) -> PairEntry | None:
     entry = record.get("pair")
     return entry if isinstance(entry, dict) and "id" in entry and "factor" in entry else None
 
 
-def has_pairs(records: list[dict]) -> bool:
+def has_pairs(records: list[SceneRecord]) -> bool:
     return any(pair_entry(r) and pair_entry(r)["factor"] != BASE for r in records)
 
 
-def find_pairs(records: list[dict]) -> tuple[list[Pair], list[dict]]:
+def find_pairs(records: list[SceneRecord]) -> tuple[list[Pair], list[SceneRecord]]:
     """(every (base, variant) pair in record order, the variants whose base is not among the records)."""
     bases = {str(e["id"]): r for r in records if (e := pair_entry(r)) and e["factor"] == BASE}
     pairs, orphans = [], []
@@ -82,7 +87,7 @@ def pair_captions(pair: Pair, template: str | None = None) -> tuple[list[PairCap
     return out, identical
 
 
-def names_largest_first(record: dict, k: int) -> bool:
+def names_largest_first(record: SceneRecord, k: int) -> bool:
     """Whether caption k of the record (its mention order k) names its planned largest object first."""
     orders = record.get("mention_orders") or []
     return k < len(orders) and bool(orders[k]) and orders[k][0] == largest(record)

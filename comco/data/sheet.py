@@ -9,6 +9,7 @@ first. Under the base: its id and its `and` caption. Drawn with comco.sheet (no 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
@@ -16,10 +17,12 @@ from PIL import Image, UnidentifiedImageError
 from comco.data.folder import Dataset
 from comco.data.pairing import BASE, FACTOR_TEMPLATES, FACTORS, find_pairs, has_pairs, pair_captions
 from comco.errors import UserError
-from comco.plan.config import parse_pairs
-from comco.sheet import Tile, draw_grid, layout, resample_of, save_png
+from comco.plan import parse_pairs
+from comco.sheet import Tile, draw_grid, layout, png_text, resample_of, save_png
 
 GAP = 4  # white pixels between cells
+# the PNG text that marks a sheet this command wrote (so --out replaces only such a file)
+SOFTWARE_KEY, SOFTWARE = "Software", "comco dataset pairs-sheet"
 
 
 def pair_groups(records: list[dict], factors: tuple[str, ...] = ()) -> list[tuple[dict, list]]:
@@ -64,6 +67,20 @@ def sheet_rows(data: Dataset, *, limit: int, factors: tuple[str, ...] = ()) -> l
             for base, ps in groups]
 
 
+def check_sheet_out(out: Path) -> None:
+    """--out is a PNG file in a writable folder; an existing file is replaced only when it is a sheet
+    this command wrote (its PNG text says so), never another file the user keeps there."""
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder; give the sheet's PNG file name (e.g. {out / 'sheet.png'})")
+    if out.exists() and (png_text(out) or {}).get(SOFTWARE_KEY) != SOFTWARE:
+        raise UserError(f"--out {out} exists and is not a pair sheet comco wrote; choose another file name "
+                        f"(only an earlier sheet is replaced)")
+    folder = next((p for p in out.absolute().parents if p.exists()), None)  # the sheet's, or where it is made
+    if folder is not None and (not folder.is_dir() or not os.access(folder, os.W_OK)):
+        why = "is a file" if not folder.is_dir() else "is not writable (read-only)"
+        raise UserError(f"--out {out}: {folder} {why}; choose another place for the sheet")
+
+
 def _open(path: Path, root: Path) -> Image.Image:
     try:
         with Image.open(path) as im:
@@ -86,12 +103,14 @@ def pair_sheet(dataset: str | Path, out: str | Path, *, limit: int = 8, factors:
     if not root.is_dir():
         raise UserError(f"{root} does not exist or is not a folder; give a dataset rendered with "
                         f"`comco render --pairs`")
+    out = Path(out)
+    check_sheet_out(out)
     if limit < 1:
         raise UserError(f"--limit {limit}: show at least one pair group")
     if not 16 <= tile <= 1024:
         raise UserError(f"--tile {tile}: use 16..1024 pixels")
     resample_of(resample)
-    chosen = parse_pairs(factors, "--factors") if factors else ()
+    chosen = parse_pairs(factors, "--factors") if factors is not None else ()
     data = Dataset(root)
     rows = sheet_rows(data, limit=limit, factors=chosen)
     absent = [p for row in rows for p, _ in row if not p.is_file()]
@@ -103,5 +122,8 @@ def pair_sheet(dataset: str | Path, out: str | Path, *, limit: int = 8, factors:
     title = (f"{root.name} ({data.info.get('object_set', '?')}, {w} x {h} px renders): {len(rows)} pair groups "
              f"(base, then one variant per factor)")
     grid = {"tile": tile, "gap": GAP, "title": title, "font_px": max(11, tile // 15)}
-    save_png(draw_grid(tiles, resample=resample, **grid), out)
+    try:
+        save_png(draw_grid(tiles, resample=resample, **grid), out, {SOFTWARE_KEY: SOFTWARE})
+    except OSError as exc:
+        raise UserError(f"--out {out}: the sheet could not be written ({exc.strerror}); nothing was written") from None
     return {"rows": len(rows), "columns": max(len(r) for r in rows), "size": layout(tiles, **grid).size}

@@ -13,9 +13,10 @@ from comco.data.folder import (
     describe_ids,
     expected_ids,
     group_ids,
+    image_file,
     object_set_source,
     pair_factors,
-    safe_image_path,
+    record_key,
     scene_count,
 )
 from comco.errors import UserError
@@ -47,29 +48,60 @@ def image_problem(path: Path, size=None) -> str | None:
     return None
 
 
-def check_record(r, names: set[str] | None, set_hash: str | None, rendered: bool, root: Path) -> list[str]:
+IMAGES_NAMED = 3  # unusable images named one by one in the one-line error
+
+
+def require_usable_images(root: Path, records: list[dict], what: str = "record", threads: int = 4) -> None:
+    """UserError naming the records whose image `comco validate` would refuse (image_problem:
+    missing, cut, scrambled, not an image, another size than the record says), checked before
+    a command loads a model or writes anything. Threads: PIL decodes without the GIL.
+
+    Args:
+        root: the dataset folder (records' "image" paths are relative to it).
+        records: scene records or singles, each with "image" and (optionally) "resolution".
+        what: how the message names one of them ("record", "single")."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def problem(r: dict) -> str | None:
+        why = image_problem(root / r["image"], r.get("resolution"))
+        return f"{what} {r.get('id', '?')}: image {r['image']} {why}" if why else None
+
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        bad = [line for line in pool.map(problem, records) if line]
+    if bad:
+        more = f"; and {len(bad) - IMAGES_NAMED} more" if len(bad) > IMAGES_NAMED else ""
+        raise UserError(f"{len(bad)} of {len(records)} images in {root} cannot be used ("
+                        f"{'; '.join(bad[:IMAGES_NAMED])}{more}); render them again with `comco render` "
+                        f"(`comco validate {root}` lists every problem)")
+
+
+def check_record(r, names: set[str] | None, set_hash: str | None, rendered: bool, root: Path,
+                 images: bool | None = None) -> list[str]:
     """The record's own checks (comco.record.check_record) and its files: the image path stays
-    inside images/, and once rendered the image decodes at the record's resolution."""
+    inside images/ (no symbolic link out of the folder), and once rendered (or with `images`)
+    the image decodes at the record's resolution."""
     problems = record_problems(r, names, set_hash, measured=rendered)
     if isinstance(r, dict) and isinstance(r.get("image"), str):
         try:
-            safe_image_path(r["image"], ("images",))
+            image_file(root, r, ("images",))
         except UserError as exc:
             return [f"record {r.get('id', '?')}: {exc}"] + problems  # a path out of the folder first
     if problems:
         return problems
-    if rendered:
+    if rendered if images is None else images:
         problem = image_problem(root / r["image"], r["resolution"])
         if problem:
             return [f"record {r['id']}: image {r['image']} {problem}"]
     return []
 
 
-def validate_dataset(root: str | Path) -> list[str]:
+def validate_dataset(root: str | Path, *, images: bool | None = None) -> list[str]:
     """`comco validate`: every problem of a dataset folder, one line each (an empty list when it is valid).
 
     Args:
         root: the dataset folder.
+        images: decode every record's image (None: when dataset.json says it was rendered;
+            `comco export`, which ships the images, passes True).
     Checks dataset.json (its hash recomputed), every record (comco.record.check_record, its
     image decoded, the whole plan re-planned and compared), the counts and the singles."""
     root = Path(root)
@@ -107,14 +139,17 @@ def validate_dataset(root: str | Path) -> list[str]:
             if not isinstance(r, dict):
                 problems.append(f"{SCENES}: record {count} is a JSON {type(r).__name__}, not an object")
                 continue
-            rid = r.get("id")
-            if not isinstance(rid, (str, int)):
-                problems.append(f"{SCENES}: record {count} has no id")
+            try:
+                rid = record_key(r)
+            except UserError as exc:
+                problems.append(f"{SCENES}: record {count} has no id" if r.get("id") is None
+                                else f"{SCENES}: record {count}: {exc}")
                 rid = None
-            elif rid in ids:
-                problems.append(f"record {rid}: duplicate id")
-            ids.add(rid)
-            problems += check_record(r, names, info.get("object_set_hash"), rendered, root)
+            else:
+                if rid in ids:
+                    problems.append(f"record {rid}: duplicate id")
+                ids.add(rid)
+            problems += check_record(r, names, info.get("object_set_hash"), rendered, root, images)
             if factors:
                 problems += _pair_entry(r, groups)
                 if isinstance(r.get("pair"), dict) and r["pair"].get("factor") != "base":

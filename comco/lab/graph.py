@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from comco import __version__
+from comco.lab.plan_keys import plan_settings
 from comco.lab.recipe import Recipe
 
 # The code each kind of stage runs, as whole packages (every .py and .toml under them;
@@ -99,9 +100,7 @@ def build_stages(recipe: Recipe) -> list[Stage]:
     want = set(recipe.stages)
     device = run["device"]
     stages: list[Stage] = []
-    plan_common = {"layout": data["layout"], "large_slot": data["large_slot"], "large_fraction": data["large_fraction"],
-                   "small_fraction": data["small_fraction"], "orders": data["orders"],
-                   "resolution": render["resolution"]}
+    plan_common = plan_settings(s)  # layout, large_slot, ... resolution: the planning options the recipe keys
     render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
     model_size = {"tower": scratch["tower"], "width": scratch["width"], "layers": scratch["layers"],
                   "patch_size": scratch["patch_size"],

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from comco.errors import UserError
+from comco.lab import plan_keys
 from comco.lab.executors import EXECUTORS
-from comco.record import LAYOUTS, PRESETS
+from comco.record import PRESETS
 
 SCALES = ("smoke", "small", "medium", "full")
 STAGES = ("render", "captions", "scratch", "probe", "finetune", "analyses", "labclip", "report")
@@ -108,13 +109,6 @@ def _object_set(path, v):
     return v
 
 
-def _fraction_pair(path, v):
-    pair = _list(_float(0.0, 1.0, open_lo=True), min_len=2, unique=False)(path, v)
-    if len(pair) != 2 or pair[0] > pair[1]:
-        _fail(path, v, "expected [low, high] image shares")
-    return pair
-
-
 # ---------------------------------------------------------------- the schema
 
 VARIANT = {
@@ -190,15 +184,16 @@ def _shard_images(path, v):
 OPTIONAL = {"run": {"executor": "local", "slurm": {}}, "render": {"shard_images": None}}
 
 SCHEMA: dict[str, dict[str, Callable]] = {
+    # the planning options keyed in a section (layout, large_slot, ... in [data]) come with their
+    # checks from their declarations (comco/lab/plan_keys.py)
     "data": {
         "object_sets": _list(_object_set), "train_objects": _list(_int(1, 5)), "test_objects": _list(_int(2, 5)),
-        "train_images": _int(1), "test_images": _int(1), "layout": _choice(LAYOUTS),
-        "large_slot": _str(), "large_fraction": _float(0.0, 1.0, open_lo=True),
-        "small_fraction": _fraction_pair, "orders": _int(1, 24), "captions": _list(_str()),
+        "train_images": _int(1), "test_images": _int(1), **plan_keys.schema("data"), "captions": _list(_str()),
         "seed": _int(0), "test_seed": _int(0), "order_bias": _list(_float(0.0, 1.0)),
     },
-    "render": {"preset": _choice(PRESETS), "resolution": _int(16, 2048), "workers": _int(0, 256),
-               "device": _choice(("cpu", "cuda", "optix")), "shard_images": _shard_images},
+    # render.resolution is the plan's and the models' input size: one whole number, narrower than the plan's
+    "render": {"preset": _choice(PRESETS), **plan_keys.schema("render"), "resolution": _int(16, 2048),
+               "workers": _int(0, 256), "device": _choice(("cpu", "cuda", "optix")), "shard_images": _shard_images},
     "scratch": {
         "seeds": _list(_int(0)), "captions": _list(_str()), "tower": _choice(("vit", "conv")),
         "width": _int(32, 4096), "layers": _int(1, 48),
@@ -268,7 +263,8 @@ def _check_section(where: str, raw: Any, *, partial: bool) -> dict:
         if key not in spec:
             raise UserError(f"unknown recipe key '{where}.{key}'; known in [{section}]: {', '.join(spec)}")
     if not partial:
-        missing = [k for k in spec if k not in raw and k not in OPTIONAL.get(section, {})]
+        missing = [k for k in spec if k not in raw and k not in plan_keys.optional(section)
+                   and k not in OPTIONAL.get(section, {})]
         if missing:
             raise UserError(f"recipe key '{where}.{missing[0]}' is missing")
         raw = {**OPTIONAL.get(section, {}), **raw}

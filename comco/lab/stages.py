@@ -70,11 +70,10 @@ def file_sha(path: Path) -> str:
 
 def plan_config(config: dict):
     """A stage's data settings as a PlanConfig (PlanConfig.from_dict reads the recipe's forms)."""
-    from comco.plan import PlanConfig
+    from comco.plan import PlanConfig, plan_options
 
-    keys = ("object_set", "objects", "n", "seed", "layout", "large_slot", "resolution", "colors", "orders",
-            "order_bias", "large_fraction", "small_fraction", "captions")
-    return PlanConfig.from_dict({"order_policy": "random", **{k: config[k] for k in keys if k in config}})
+    names = {o.name for o in plan_options()}
+    return PlanConfig.from_dict({"order_policy": "random", **{k: v for k, v in config.items() if k in names}})
 
 
 def render(config: dict, deps: dict, out: Path) -> dict:

@@ -4,6 +4,7 @@ line does and hands it to its family's loader.
 - an open_clip name (`ViT-B-32`) with `pretrained` = a tag (`openai`, `laion2b_s34b_b79k`),
   a local weights file, or `none` (comco/models/openclip.py);
 - `hf:DIR`: a local transformers folder (comco/models/hf.py);
+- `st:DIR`: a sentence-transformers folder, text only (comco/models/sentence.py);
 - `ckpt:PATH`: a file `comco train` wrote (comco/models/checkpoints.py, its format);
 - `longclip:PATH` / `debias:PATH`: the Long-CLIP and DeBias-CLIP release files
   (comco/models/papers.py, their layouts).
@@ -22,6 +23,7 @@ from comco.models.hf import load_hf
 from comco.models.loaded import LoadedModel
 from comco.models.openclip import load_open_clip
 from comco.models.papers import load_paper_checkpoint
+from comco.models.sentence import load_sentence
 
 
 def default_device() -> str:
@@ -67,6 +69,8 @@ def load_model(name: str, pretrained: str | None = None, device: str = "cpu",
         return load_hf(Path(rest).expanduser(), device, trust_remote_code)
     if prefix == "ckpt":
         return load_ckpt(Path(rest).expanduser(), device)
+    if prefix == "st":
+        return load_sentence(Path(rest).expanduser(), device)
     if prefix in ("longclip", "debias"):
         return load_paper_checkpoint(prefix, Path(rest).expanduser(), device)
     return load_open_clip(name, pretrained, device)

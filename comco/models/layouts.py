@@ -46,6 +46,23 @@ def read_torch_file(path: Path, prefix: str):
                         f"comco reads {LAYOUTS}") from None
 
 
+def storage_problem(tensors: dict) -> str:
+    """"" when every tensor's bytes are in the file, else the first that is not in words.
+
+    A tensor is a view on a storage: an expanded (stride-0) or otherwise overlapping view of
+    a few bytes can claim billions of rows, pass every shape check and then make the model
+    that copies it allocate its full size. A tensor whose storage holds fewer bytes than its
+    shape needs is refused, so building a model from checked tensors never allocates much
+    more than the file holds."""
+    for key, t in tensors.items():
+        need = t.numel() * t.element_size()
+        have = t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
+        if need > have:
+            return (f"{key} claims shape {list(t.shape)} ({need:,} bytes) but the file holds "
+                    f"{max(have, 0):,} bytes for it (an expanded or overlapping view)")
+    return ""
+
+
 def state_of(obj) -> dict | None:
     """The state dict inside a file's object (a training checkpoint's "state_dict", or the object
     itself), without DistributedDataParallel's "module." prefix; None when there is none."""

@@ -33,7 +33,7 @@ from pathlib import Path
 from comco.errors import UserError
 from comco.io import file_digest
 from comco.models.checkpoints import MAX_LAYERS, build_open_clip, shape_problems
-from comco.models.layouts import expect_layout, read_torch_file, state_of
+from comco.models.layouts import expect_layout, read_torch_file, state_of, storage_problem
 from comco.models.loaded import OPENAI_MEAN, OPENAI_STD, LoadedModel
 from comco.models.openclip import wrap_open_clip
 
@@ -60,6 +60,9 @@ def load_paper_checkpoint(kind: str, path: Path, device: str) -> LoadedModel:
     bad = next((k for k, v in state.items() if not isinstance(v, torch.Tensor)), None)
     if bad is not None:
         raise UserError(f"{path}: damaged {PAPER[kind]} checkpoint: {bad} is not a tensor")
+    problem = storage_problem(state)
+    if problem:
+        raise UserError(f"{path}: damaged {PAPER[kind]} checkpoint: {problem}")
     state = _from_debias(path, state) if kind == "debias" else _from_longclip(path, state)
     cfg = _architecture(path, kind, state)
     spec = {"open_clip_cfg": cfg, "source": f"{PAPER[kind]} {path.name}",
@@ -105,8 +108,8 @@ def _from_debias(path: Path, state: dict) -> dict:
 
 def _tables(path: Path, kind: str, state: dict, name: str, tokens: str):
     """The base and `_res` position tables, checked against the text tower's width."""
-    if tokens not in state or state[tokens].ndim != 2:
-        raise UserError(f"{path}: damaged {PAPER[kind]} checkpoint: no 2-d {tokens}")
+    if tokens not in state or state[tokens].ndim != 2 or 0 in state[tokens].shape:
+        raise UserError(f"{path}: damaged {PAPER[kind]} checkpoint: no non-empty 2-d {tokens}")
     width = state[tokens].shape[1]
     tables = state.get(name), state.get(name + "_res")
     for key, table in zip((name, name + "_res"), tables):
@@ -130,8 +133,16 @@ def _architecture(path: Path, kind: str, state: dict) -> dict:
         what = "a ResNet image tower (comco reads ViT towers)" if "visual.layer1.0.conv1.weight" in state else (
             f"no {missing[0]}")
         raise UserError(f"{path}: not a {PAPER[kind]} ViT checkpoint: {what}")
+    for key, dims in (("visual.conv1.weight", 4), ("visual.positional_embedding", 2), ("visual.proj", 2),
+                      ("ln_final.weight", 1), ("text_projection", 2)):
+        if state[key].ndim != dims or 0 in state[key].shape:
+            raise UserError(f"{path}: damaged {PAPER[kind]} checkpoint: {key} is {list(state[key].shape)}, "
+                            f"a {PAPER[kind]} model has a non-empty {dims}-d tensor there")
     conv = state["visual.conv1.weight"]
     vision_width, patch = int(conv.shape[0]), int(conv.shape[-1])
+    if tuple(conv.shape[1:]) != (3, patch, patch):
+        raise UserError(f"{path}: damaged {PAPER[kind]} checkpoint: visual.conv1.weight is {list(conv.shape)}, "
+                        "the patch embedding of RGB images: [width, 3, patch, patch]")
     rows = int(state["visual.positional_embedding"].shape[0])
     grid = math.isqrt(max(rows - 1, 0))
     if rows < 2 or grid * grid + 1 != rows:

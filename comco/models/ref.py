@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from comco.errors import UserError
 
-SELF_CONTAINED = ("hf:", "ckpt:", "longclip:", "debias:")  # folders and checkpoints carry their own weights
+SELF_CONTAINED = ("hf:", "ckpt:", "longclip:", "debias:", "st:")
+TEXT_ONLY = ("st:",)  # sentence encoders: no image tower  # folders and checkpoints carry their own weights
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,11 @@ class ModelRef:
         if self.name.startswith(SELF_CONTAINED):
             return self.name
         return f"{self.name} ({self.pretrained or 'none'})"
+
+    @property
+    def text_only(self) -> bool:
+        """A text encoder without an image tower (`st:`): image probes, eval and training refuse it."""
+        return self.name.startswith(TEXT_ONLY)
 
     @property
     def random(self) -> bool:

@@ -29,7 +29,8 @@ from comco.plan.draws import LIGHT_NORMALS, OBJECT_RETRIES, Drawer
 from comco.plan.orders import mention_orders
 from comco.plan.pairs import Miss, Pairer
 from comco.plan.placement import PLACEMENT_TRIES
-from comco.record import PAIR_BASE, SLOTS
+from comco.plan.worlds import WorldDrawer
+from comco.record import PAIR_BASE, SINGLE_LAYOUT, SLOTS, ObjectEntry, SceneRecord, SingleRecord
 
 SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an axe) may have none that can be large
 BATCH = 1024  # attempts placed together; any size gives the same records
@@ -61,6 +62,7 @@ class Planner:
         self.placer = pl.Placer(self.camera, object_set.objects)
         self.drawer = Drawer(cfg, object_set, self.placer)
         self.pairer = Pairer(self) if cfg.pairs else None
+        self.worlds = WorldDrawer(cfg)
         # Rounded once: the record's turn for each whole degree.
         self._rotation = {d: round(math.radians(d), 5) for d in range(-180, 181)}
 
@@ -69,7 +71,7 @@ class Planner:
         """Images are spread evenly (round robin) over the object counts."""
         return self.drawer.count_for(index)
 
-    def plan(self, index: int, first_retry: int = 0) -> dict:
+    def plan(self, index: int, first_retry: int = 0) -> SceneRecord:
         """The record for image `index`; re-planned from derived seeds if it cannot fit.
 
         `first_retry` > 0 re-plans a scene that the renderer rejected (the retry count
@@ -78,39 +80,39 @@ class Planner:
         """
         return self.plan_group(index, first_retry)[0]
 
-    def plan_group(self, index: int, first_retry: int = 0) -> list[dict]:
+    def plan_group(self, index: int, first_retry: int = 0) -> list[SceneRecord]:
         """Image `index`'s records: the scene, then (with --pairs) its variants in factor order."""
         return next(self._groups([(index, first_retry)]))
 
-    def records(self, start: int = 0, stop: int | None = None) -> Iterator[dict]:
+    def records(self, start: int = 0, stop: int | None = None) -> Iterator[SceneRecord]:
         stop = self.cfg.n if stop is None else stop
         return self._flat((i, 0) for i in range(start, stop))
 
-    def records_for(self, indices: Iterable[int]) -> Iterator[dict]:
+    def records_for(self, indices: Iterable[int]) -> Iterator[SceneRecord]:
         """The records of these images, in this order (planned in batches, as `records`)."""
         return self._flat((i, 0) for i in indices)
 
-    def records_from(self, attempts: Iterable[tuple[int, int]]) -> Iterator[dict]:
+    def records_from(self, attempts: Iterable[tuple[int, int]]) -> Iterator[SceneRecord]:
         """The records of these (index, first retry) attempts, in order, planned in batches:
         a record's own (index, retry) gives that record again (`comco validate` checks so).
         With --pairs, each attempt gives its whole pair group."""
         return self._flat(attempts)
 
-    def groups_from(self, attempts: Iterable[tuple[int, int]]) -> Iterator[list[dict]]:
+    def groups_from(self, attempts: Iterable[tuple[int, int]]) -> Iterator[list[SceneRecord]]:
         """Pair groups (the scene, then its variants) of these attempts, in order."""
         return self._groups(attempts)
 
-    def _flat(self, jobs) -> Iterator[dict]:
+    def _flat(self, jobs) -> Iterator[SceneRecord]:
         if self.pairer is None:
             return self._plan_stream(jobs)
         return (rec for group in self._plan_stream(jobs) for rec in group)
 
-    def _groups(self, jobs) -> Iterator[list[dict]]:
+    def _groups(self, jobs) -> Iterator[list[SceneRecord]]:
         if self.pairer is None:
             return ([rec] for rec in self._plan_stream(jobs))
         return self._plan_stream(jobs)
 
-    def replan(self, index: int, retry: int) -> dict:
+    def replan(self, index: int, retry: int) -> SceneRecord:
         """Exactly attempt `retry` of image `index` (PlanFailure if that attempt does not fit).
 
         The lab uses it to write new mention orders and captions for rendered images.
@@ -216,7 +218,7 @@ class Planner:
         return f"{int(drawn.valid[a].sum())} objects did not fit after {PLACEMENT_TRIES} placements"
 
     # -- records --------------------------------------------------------------------
-    def _base_records(self, drawn, placed: pl.Placed, rows: list[int]) -> list[dict]:
+    def _base_records(self, drawn, placed: pl.Placed, rows: list[int]) -> list[SceneRecord]:
         """The records of placed attempts; with --pairs each carries its pair entry (factor base)."""
         out = self._records(drawn, placed, rows)
         if self.pairer is not None:
@@ -224,7 +226,7 @@ class Planner:
                 rec["pair"] = {"id": rec["id"], "factor": PAIR_BASE, "changed": []}
         return out
 
-    def _records(self, drawn, placed: pl.Placed, rows: list[int]) -> list[dict]:
+    def _records(self, drawn, placed: pl.Placed, rows: list[int]) -> list[SceneRecord]:
         """The scene records of the placed attempts `rows` of a batch."""
         cfg, objects, looks = self.cfg, self.set.objects, self.drawer.material_names
         pick = np.asarray(rows, dtype=np.intp)
@@ -240,27 +242,28 @@ class Planner:
             camera = self.camera.to_record()
             n = len(drawn.colors[a])
             index, retry = drawn.index[a], drawn.retry[a]
-            objs = [{
-                "name": objects[ids[r][k]].name, "slot": SLOTS[slot[r][k]], "size_rank": ranks[r][k],
-                "scale": scale[r][k], "location": [xs[r][k], ys[r][k], 0.0], "rotation_z": self._rotation[yaw[r][k]],
-                "color": drawn.colors[a][k], "material": looks[material[r][k]], "planned_fraction": fraction[r][k],
-            } for k in range(n)]
+            world = self.worlds.draw(drawn.seed[a])
+            objs = [ObjectEntry(
+                name=objects[ids[r][k]].name, slot=SLOTS[slot[r][k]], size_rank=ranks[r][k],
+                scale=scale[r][k], location=[xs[r][k], ys[r][k], 0.0], rotation_z=self._rotation[yaw[r][k]],
+                color=drawn.colors[a][k], material=looks[material[r][k]], planned_fraction=fraction[r][k],
+            ) for k in range(n)]
             orders = mention_orders(order_numbers[r], ranks[r][:n], us[r][:n], policy=cfg.order_policy,
                                     k=cfg.orders, order_bias=cfg.order_bias)
-            record = {
-                "id": f"{index:06d}", "index": index, "seed": drawn.seed[a], "retry": retry,
-                "object_set": self.set.name, "object_set_hash": self.set.hash,
-                "image": f"images/{index:06d}.png", "resolution": list(cfg.resolution),
-                "layout": cfg.layout, "large_slot": SLOTS[slot[r][ranks[r].index(0)]],
-                "camera": camera, "lights": lights[r],
-                "objects": objs, "mention_orders": orders,
-            }
+            record = SceneRecord(
+                id=f"{index:06d}", index=index, seed=drawn.seed[a], retry=retry,
+                object_set=self.set.name, object_set_hash=self.set.hash,
+                image=f"images/{index:06d}.png", resolution=list(cfg.resolution),
+                layout=cfg.layout, large_slot=SLOTS[slot[r][ranks[r].index(0)]],
+                camera=camera, lights=lights[r], **({} if world is None else {"world": world}),
+                objects=objs, mention_orders=orders,
+            )  # its captions follow: they read the rest of it
             record["captions"] = self.captioner.for_record(record, variant[r][:n])
             out.append(record)
         return out
 
     # -- singles --------------------------------------------------------------------
-    def singles(self) -> list[dict]:
+    def singles(self) -> list[SingleRecord]:
         """One reference record per object (and per colour with --colors), alone at the centre."""
         w, h = self.cfg.resolution
         count = len(self.set.objects)
@@ -280,17 +283,17 @@ class Planner:
                     raise UserError(f"object set '{self.set.name}': singles '{seen[sid]}' and "
                                     f"{o.name!r} with colour {color!r} share the file name {sid}.png; rename one")
                 seen[sid] = o.name if color is None else f"{o.name} ({color})"
-                out.append({
-                    "id": sid, "name": o.name, "color": color, "image": f"singles/{sid}.png",
-                    "object_set": self.set.name, "object_set_hash": self.set.hash,
-                    "resolution": [w, h], "layout": "single", "large_slot": "M",
-                    "camera": self.camera.to_record(), "lights": _lights_many(np.zeros((1, LIGHT_NORMALS)))[0],
-                    "objects": [{"name": o.name, "slot": "M", "size_rank": 0, "scale": round(s, 5),
-                                 "location": [round(x, 5), round(y, 5), 0.0], "rotation_z": 0.0,
-                                 "color": color, "material": o.material or self.set.materials[0],
-                                 "planned_fraction": round(f, 6)}],
-                    "mention_orders": [[0]],
-                })
+                out.append(SingleRecord(
+                    id=sid, name=o.name, color=color, image=f"singles/{sid}.png",
+                    object_set=self.set.name, object_set_hash=self.set.hash,
+                    resolution=[w, h], layout=SINGLE_LAYOUT, large_slot="M",
+                    camera=self.camera.to_record(), lights=_lights_many(np.zeros((1, LIGHT_NORMALS)))[0],
+                    objects=[ObjectEntry(name=o.name, slot="M", size_rank=0, scale=round(s, 5),
+                                         location=[round(x, 5), round(y, 5), 0.0], rotation_z=0.0,
+                                         color=color, material=o.material or self.set.materials[0],
+                                         planned_fraction=round(f, 6))],
+                    mention_orders=[[0]],
+                ))
         return out
 
 

@@ -64,3 +64,11 @@ class Reseedable:
 def generator(seed: int) -> np.random.Generator:
     """A fresh Generator with the stream of `seed` (the same numbers the planner drew)."""
     return Reseedable().seed(seed)
+
+
+def factor_seed(seed: int, factor: str) -> int:
+    """The seed of a realism factor's own stream (comco/plan/worlds.py, ...): derived from the
+    image's seed and the factor's name, so a factor's draws never move the scene's (which
+    stay as they were without it) nor another factor's."""
+    key = struct.pack("<Q", seed) + factor.encode()
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8, person=b"comco-factor").digest(), "little") >> 1

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from comco.data.validate import image_problem
+from comco.io import dumps
 
 JOURNAL = "journal.jsonl"
 
@@ -80,3 +81,10 @@ def settled(out: Path, entry: dict, masks: bool) -> bool:
     if image_problem(out / rec["image"], rec.get("resolution")):
         return False
     return not masks or image_problem(out / "masks" / Path(rec["image"]).name) is None
+
+
+def append(handle, entries: list[dict]) -> None:
+    """A settled group's entries, appended in one write and flushed (a kill may cut the last
+    line: end_journal mends it, and a group not whole in the journal is rendered again)."""
+    handle.write("".join(dumps(e) + "\n" for e in entries))
+    handle.flush()

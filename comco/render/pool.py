@@ -86,7 +86,10 @@ class WorkerPool:
     def send(self, w: dict, job: dict) -> None:
         w["job"] = job
         w["since"] = time.monotonic()
-        w["conn"].send(job)
+        try:
+            w["conn"].send(job)
+        except OSError:  # it died since it said ready: events() sees its end and reports the job crashed
+            pass
 
     def events(self, timeout: float = 1.0) -> list[tuple[dict, dict]]:
         """(job, message) pairs for finished jobs; crashed or hung workers give a 'crashed' message."""

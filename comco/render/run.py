@@ -6,7 +6,9 @@ arrive, images are written atomically by the workers, so an interrupted run
 resumes (`--resume`) where it stopped; at the end the journal becomes the
 dataset's `scenes.jsonl` in index order. One run holds a folder at a time
 (OUT/.lock); a worker that crashes or goes silent past `--image-timeout` is
-replaced and its image retried.
+replaced and its image retried. The loop's unit is the render group (comco/render/groups.py):
+it sends a group's images, hands each answer to the group, and journals a group whole once it
+is settled; it ends only when no group is owed.
 """
 
 from __future__ import annotations
@@ -16,17 +18,28 @@ import shutil
 import time
 from pathlib import Path
 
-from comco.data.folder import FAILURES, INFO, METADATA, SCENES, SINGLES, check_writable, metadata_rows, prepare_out
+from comco.data.folder import (
+    FAILURES,
+    INFO,
+    METADATA,
+    SCENES,
+    SINGLES,
+    check_writable,
+    failure_counts,
+    metadata_rows,
+    prepare_out,
+    read_info,
+)
 from comco.data.writer import dataset_info, make_planner
 from comco.errors import UserError
-from comco.io import dumps, write_json, write_jsonl
+from comco.io import write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
+from comco.plan.worlds import PLAIN
 from comco.progress import progress
 from comco.record import pair_rank
-from comco.render.checks import check_rendered
-from comco.render.journal import CRASHED_TWICE, JOURNAL, end_journal, read_journal, settled
+from comco.render.groups import Group, Schedule, job, owed_scenes, whole_groups
+from comco.render.journal import JOURNAL, append, end_journal, read_journal, settled
 from comco.render.options import RenderOptions, check_environment, image_timeout
-from comco.render.pairs import PairGroups, scene_key, whole_groups
 from comco.render.pool import DiskFull, WorkerPool, sweep_scratch
 
 COCO = "annotations.json"
@@ -66,6 +79,8 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
         quiet: no progress display.
     Returns a summary (images, singles, failures, seconds)."""
     check_environment(opts)
+    if opts.preset == "draft" and cfg.world != (PLAIN,):
+        raise UserError("--world: the draft preset (Workbench) shows no HDRI world; use --preset cycles")
     planner = make_planner(cfg)
     info = dataset_info(planner)
     info["config"]["render"] = opts.image_config()
@@ -80,9 +95,8 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
 def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Planner, info: dict, *,
                    overwrite: bool, resume: bool, quiet: bool) -> dict:
     state = prepare_out(out, info, overwrite=overwrite, resume=resume)
-    if state == "same" and not resume and not overwrite and (out / JOURNAL).exists():
-        raise UserError(f"--out {out} already holds this dataset (partly) rendered; pass --resume to continue "
-                        f"or --overwrite to start again")
+    if state == "same" and not resume and not overwrite:
+        _refuse_rendered(out)
     if state == "overwrite" or (overwrite and state == "same"):
         for name in (JOURNAL, SCENES, FAILURES, METADATA, INFO):
             (out / name).unlink(missing_ok=True)
@@ -100,58 +114,35 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
         done = {}
         (out / JOURNAL).unlink(missing_ok=True)
 
-    shard_i, shard_n = opts.shard
-    groups = PairGroups(cfg.pairs) if cfg.pairs else None
-    if groups is None:
-        jobs = [("scene", i) for i in range(cfg.n) if i % shard_n == shard_i and f"scene:{i}" not in done]
-    else:  # a pair group is rendered whole, from one attempt
-        jobs = [("scene", i) for i in groups.to_render(range(shard_i, cfg.n, shard_n), done)]
-    singles = planner.singles() if opts.singles and shard_i == 0 else []
-    jobs += [("single", s) for s in singles if f"single:{s['id']}" not in done]
-    scene_jobs = sum(1 for kind, _ in jobs if kind == "scene")
-    total = len(jobs) + scene_jobs * len(cfg.pairs) + len(done)  # a pair group is 1 + factors images
-    t0 = time.perf_counter()
+    groups = _owed_groups(cfg, opts, planner, done)
+    images = sum(len(g.jobs) for g in groups)
     stats = {"rendered": 0, "failed": 0, "retries": 0, "crashes": 0, "hung": 0, "rss_mb": {}}
+    schedule = Schedule(groups, planner, opts, stats)
+    t0 = time.perf_counter()
     worker_cfg = {"object_set": cfg.object_set, "preset": opts.preset, "resolution": list(cfg.resolution),
                   "device": opts.device, "samples": opts.samples, "threads": opts.threads, "out": str(out),
                   "max_per_worker": opts.max_per_worker}
     timeout = image_timeout(opts, cfg.resolution)
-    pool = WorkerPool(min(opts.workers, max(1, len(jobs))), worker_cfg, timeout) if jobs else None
+    pool = WorkerPool(min(opts.workers, max(1, images)), worker_cfg, timeout) if groups else None
     try:
-        with progress(total, "render", "images", quiet) as bar, open(out / JOURNAL, "a", encoding="utf-8") as journal:
+        with progress(images + len(done), "render", "images", quiet) as bar, \
+                open(out / JOURNAL, "a", encoding="utf-8") as journal:
             bar.advance(len(done))
-            # Scenes are planned in batches, then handed to _job as records.
-            if groups is None:
-                planned = planner.records_for(item for kind, item in jobs if kind == "scene")
-                queue = [_job(planner, kind, item, opts, next(planned) if kind == "scene" else None)
-                         for kind, item in jobs]
-            else:
-                planned = planner.groups_from((item, groups.first_retry.get(item, 0))
-                                              for kind, item in jobs if kind == "scene")
-                queue = [j for kind, item in jobs
-                         for j in (groups.jobs(next(planned), opts) if kind == "scene"
-                                   else [_job(planner, kind, item, opts)])]
-            queue.reverse()  # pop() from the end keeps index order
-            crashed_once: set[str] = set()
-            while queue or (pool and pool.busy()):
+            while schedule.owes():  # a group leaves the schedule only once it is journaled
                 for w in pool.idle():
-                    if not queue:
+                    image = schedule.next_job()
+                    if image is None:
                         break
-                    pool.send(w, queue.pop())
-                for job, msg in pool.events():
+                    pool.send(w, image)
+                for sent, msg in pool.events():
                     if msg["kind"] == "disk_full":
                         raise DiskFull(msg["reason"])
                     if msg["kind"] == "done" and msg.get("served") in (1, 100, 1000, 10000):
                         stats["rss_mb"][msg["served"]] = round(msg["rss_mb"], 1)
-                    if groups is not None and not groups.arrived(job, msg):
-                        continue  # its pair group is being planned again: this image is stale
-                    entry = _settle(planner, opts, job, msg, crashed_once, queue, stats, groups)
-                    if groups is not None:
-                        queue.extend(reversed(groups.ready(planner, opts)))
-                    if entry is not None:
-                        journal.write(dumps(entry) + "\n")
-                        journal.flush()
-                        bar.advance()
+                    entries = schedule.answer(sent, msg)
+                    if entries:
+                        append(journal, entries)
+                        bar.advance(len(entries))
     except KeyboardInterrupt:  # Ctrl-C: stop now; images in flight are swept at the next start
         if pool:
             pool.close(kill=True)
@@ -174,55 +165,35 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
     return summary
 
 
+def _refuse_rendered(out: Path) -> None:
+    """The same configuration already in --out: say whether it is finished or part-way."""
+    old = read_info(out)
+    if old.get("rendered") is True:
+        counts = old.get("counts") if isinstance(old.get("counts"), dict) else {}
+        failed = f", {counts['failed']} failed" if counts.get("failed") else ""
+        raise UserError(f"--out {out} already holds this dataset, finished ({counts.get('rendered', 0)} images "
+                        f"rendered{failed}); to render it again, run the same command with --overwrite, "
+                        f"or choose another --out")
+    if (out / JOURNAL).exists():
+        raise UserError(f"--out {out} already holds this dataset, partly rendered; pass --resume to continue "
+                        f"or --overwrite to start again")
+
+
 def _rehash(info: dict) -> dict:
     from comco.data.folder import config_hash
 
     return {"config_hash": config_hash(info["config"], info["object_set_hash"])}
 
 
-def _job(planner: Planner, kind: str, item, opts: RenderOptions, record: dict | None = None) -> dict:
-    if kind == "scene":
-        rec = record or planner.plan(item)
-        return {"kind": "scene", "key": scene_key(rec), "record": rec, "mask": opts.masks or opts.coco}
-    return {"kind": "single", "key": f"single:{item['id']}", "record": item, "mask": opts.masks or opts.coco}
-
-
-def _settle(planner, opts, job, msg, crashed_once, queue, stats, groups=None) -> dict | None:
-    """Turn a worker's answer into a journal entry, or queue a retry."""
-    rec = job["record"]
-    if msg["kind"] == "crashed":
-        stats["crashes" if msg["why"] == "crashed" else "hung"] += 1
-        if job["key"] not in crashed_once:
-            crashed_once.add(job["key"])
-            queue.append(job)
-            if groups is not None:
-                groups.sent_again(job)
-            return None
-        # Transient: the next --resume tries it again.
-        reason = CRASHED_TWICE if msg["why"] == "crashed" else f"the render worker {msg['why']}, twice"
-        return {"key": job["key"], "status": "failed", "record": rec, "reason": reason, "transient": True}
-    if msg["kind"] == "error":
-        raise RuntimeError(f"render worker failed on {job['key']}:\n{msg['reason']}")
-    if msg["kind"] == "failed":  # a broken object: another seed would not mend it
-        return {"key": job["key"], "status": "failed", "record": rec, "reason": msg["reason"]}
-    rec = msg["record"]
-    reason = check_rendered(rec, opts.min_pixels, opts.min_visible) if job["kind"] == "scene" else None
-    if reason is None:
-        stats["rendered"] += 1
-        return {"key": job["key"], "status": "ok", "record": rec}
-    tries = rec.get("render_retries", 0)
-    if tries < opts.max_retries and groups is not None:
-        stats["retries"] += 1
-        groups.redo(rec, queue)  # the whole group again, once none of it is in flight
-        return None
-    if tries < opts.max_retries:
-        stats["retries"] += 1
-        again = planner.plan(rec["index"], rec["retry"] + 1)  # a derived seed; the worker overwrites the image
-        again["render_retries"] = tries + 1
-        queue.append(_job(planner, "scene", rec["index"], opts, again))
-        return None
-    stats["failed"] += 1
-    return {"key": job["key"], "status": "failed", "record": rec, "reason": reason}
+def _owed_groups(cfg: PlanConfig, opts: RenderOptions, planner: Planner, done: dict) -> list[Group]:
+    """The groups this run renders, in order: this shard's scenes whose group is not whole in
+    `done` (a pair group from the attempt it had reached), then the singles not done."""
+    shard_i, shard_n = opts.shard
+    mask = opts.masks or opts.coco
+    attempts = owed_scenes(range(shard_i, cfg.n, shard_n), done, tuple(cfg.pairs))
+    groups = [Group([job("scene", rec, mask) for rec in recs]) for recs in planner.groups_from(attempts)]
+    singles = planner.singles() if opts.singles and shard_i == 0 else []
+    return groups + [Group([job("single", s, mask)]) for s in singles if f"single:{s['id']}" not in done]
 
 
 def finalize(out: Path, info: dict, planner: Planner, coco: bool = False) -> dict:
@@ -252,7 +223,9 @@ def finalize(out: Path, info: dict, planner: Planner, coco: bool = False) -> dic
         write_json(out / COCO, coco_annotations(out, scenes, planner.set.names))
     info = dict(info)
     info["rendered"] = True
-    info["counts"] = {**info["counts"], "rendered": len(scenes), "singles": len(singles), "failed": len(failures),
-                      "retried": sum(1 for r in scenes if r.get("retry"))}
+    info["counts"] = {**info["counts"], "rendered": len(scenes), "singles": len(singles),
+                      **failure_counts(failures), "retried": sum(1 for r in scenes if r.get("retry"))}
     write_json(out / INFO, info)
-    return {"rendered_total": len(scenes), "singles": len(singles), "failures": failures, "transient": transient}
+    return {"rendered_total": len(scenes), "singles": len(singles), "failures": failures, "transient": transient,
+            "retried": info["counts"]["retried"],  # what the CLI reports: dataset.json's count
+            "retried_after_checks": sum(1 for r in scenes if r.get("render_retries"))}

@@ -8,7 +8,7 @@ import html
 import re
 from pathlib import Path
 
-from comco.report.tables import markdown_table
+from comco.report.tables import markdown_table, md_line, md_text
 
 STYLE = ("body{font-family:sans-serif;max-width:1000px;margin:2em auto;line-height:1.45}"
          "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
@@ -41,17 +41,20 @@ class Doc:
             self.blocks.append(("img", Path(path), alt))
 
     def markdown(self, root: Path) -> str:
-        """Markdown with figure paths relative to `root` (the folder the .md file goes in)."""
+        """Markdown with figure paths relative to `root` (the folder the .md file goes in); every
+        block's text is escaped here (comco.report.tables.md_text), so callers pass what the
+        user wrote as it is."""
         out = []
         for b in self.blocks:
             if b[0] == "h":
-                out += ["#" * b[1] + " " + b[2], ""]
+                out += ["#" * b[1] + " " + md_line(b[2]), ""]
             elif b[0] == "p":
-                out += [b[1], ""]
+                out += [md_text(b[1]), ""]
             elif b[0] == "table":
                 out += [markdown_table(b[1], b[2]), ""]
             elif b[0] == "img":
-                out += [f"![{b[2]}]({b[1].relative_to(root).as_posix()})", ""]
+                alt = md_line(b[2]).replace("[", "\\[").replace("]", "\\]")
+                out += [f"![{alt}]({b[1].relative_to(root).as_posix()})", ""]
         return "\n".join(out)
 
     def html(self, title: str) -> str:

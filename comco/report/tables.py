@@ -5,20 +5,44 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Sequence
+
+# A "<" that would open an HTML tag, comment or declaration in Markdown (CommonMark passes raw
+# HTML through): "<img onerror=...>", "</p>", "<!--", "<?". A "<" before a space or digit stays.
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def md_text(text) -> str:
+    """Text for a Markdown document with no raw HTML left in it: what a user wrote (template,
+    set, recipe names, a recipe's description, paths) shows as written and never runs.
+    Markdown's own marks (`code`, **bold**, *italics*) keep working. Every Markdown line a
+    report writes goes through this (Doc.markdown and markdown_table do it themselves)."""
+    return _TAG_START.sub("&lt;", str(text))
+
+
+def md_line(text) -> str:
+    """md_text on one line (a heading, a list item): line breaks become spaces, so a name
+    cannot start a new block."""
+    return " ".join(md_text(text).splitlines())
+
+
+def md_cell(text) -> str:
+    """md_line for a table cell: a "|" is escaped, so it cannot end the cell."""
+    return md_line(text).replace("|", "\\|")
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence] | Sequence[dict]) -> str:
-    """A GitHub Markdown table.
+    """A GitHub Markdown table, every cell escaped (md_cell).
 
     Args:
         header: the column names.
         rows: lists of cells in header order, or dicts keyed by column name (missing cells blank).
     """
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(md_cell(c) for c in header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         cells = [row.get(c, "") for c in header] if isinstance(row, dict) else row
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
 

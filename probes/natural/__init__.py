@@ -5,4 +5,5 @@ from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
     "run_natural_eval": "run", "check_options": "run",
+    "load_corpus": "corpus", "caption_bias": "caption_bias", "write_caption_bias": "caption_bias",
 })

@@ -26,6 +26,7 @@ from comco.probes.natural.split import (
     read_json,
     require_dir,
     require_file,
+    text_lines,
 )
 
 URBAN1K_LAYOUT = "ROOT/image/*.jpg and ROOT/caption/*.txt (one caption file per image, same name)"
@@ -41,7 +42,7 @@ def load_urban1k(root: Path) -> NaturalSplit:
     caption_dir = require_dir(root / "caption", name, URBAN1K_LAYOUT)
     split = NaturalSplit(name, "all", root, [])
     for caption_path in sorted(caption_dir.glob("*.txt")):
-        lines = caption_path.read_text(encoding="utf-8").splitlines()
+        lines = "".join(text_lines(caption_path, name)).splitlines()
         split.add(image_dir / f"{caption_path.stem}.jpg", lines[:1])
     return split
 
@@ -51,17 +52,16 @@ def load_docci(root: Path) -> NaturalSplit:
     path = require_file(root / "docci_descriptions.jsonlines", name, DOCCI_LAYOUT)
     image_dir = require_dir(root / "images", name, DOCCI_LAYOUT)
     split = NaturalSplit(name, "test", root, [])
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                raise UserError(f"{name}: {path} line {line_no} is not a JSON object") from None
-            if field_of(entry, "split", path, name) == "test":
-                split.add(image_dir / field_of(entry, "image_file", path, name),
-                          [field_of(entry, "description", path, name)])
+    for line_no, line in enumerate(text_lines(path, name), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            raise UserError(f"{name}: {path} line {line_no} is not a JSON object") from None
+        if field_of(entry, "split", path, name) == "test":
+            split.add(image_dir / field_of(entry, "image_file", path, name),
+                      [field_of(entry, "description", path, name)])
     return split
 
 
@@ -92,10 +92,9 @@ def load_long_dci(root: Path) -> NaturalSplit:
     name = "long-dci"
     path = require_file(root / "dci_long.csv", name, LONG_DCI_LAYOUT)
     split = NaturalSplit(name, "all", root, [])
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t")
-        if reader.fieldnames is None or not {"filepath", "title"} <= set(reader.fieldnames):
-            raise UserError(f"{name}: {path} needs the header 'filepath<TAB>title'; expected layout: {LONG_DCI_LAYOUT}")
-        for row in reader:
-            split.add(root / row["filepath"], [row["title"] or ""])
+    reader = csv.DictReader(text_lines(path, name, newline=""), delimiter="\t")
+    if reader.fieldnames is None or not {"filepath", "title"} <= set(reader.fieldnames):
+        raise UserError(f"{name}: {path} needs the header 'filepath<TAB>title'; expected layout: {LONG_DCI_LAYOUT}")
+    for row in reader:
+        split.add(root / row["filepath"], [row["title"] or ""])
     return split

@@ -12,7 +12,7 @@ from pathlib import Path
 from comco.io import write_text
 from comco.probes.natural.analyses import ANALYSES
 from comco.report.plots import pyplot, save
-from comco.report.tables import csv_text, interval, markdown_table, pct
+from comco.report.tables import csv_text, interval, markdown_table, md_line, pct
 
 MEASURED = "measured"
 
@@ -53,7 +53,7 @@ def retrieval_rows(payload: dict) -> list[dict]:
 
 def write_retrieval_report(out: Path, payload: dict) -> list[Path]:
     rows = retrieval_rows(payload)
-    md = "\n\n".join(["# Retrieval", "\n".join(f"- {line}" for line in header_lines(payload)),
+    md = "\n\n".join(["# Retrieval", "\n".join(f"- {md_line(line)}" for line in header_lines(payload)),
                       markdown_table(RETRIEVAL_COLUMNS, rows)]) + "\n"
     written = [write_text(out / "results.json", json.dumps(payload, indent=2) + "\n"),
                write_text(out / "retrieval.md", md),
@@ -101,7 +101,7 @@ def analysis_section(name: str, rows: list[dict]) -> str:
             wide.setdefault(key, {"source": row["source"], "model": row["model"],
                                   "captions": row.get("captions", "")})[row["variant"]] = row["R@1"]
     direction = "text-to-image" if analysis.direction == "t2i" else "image-to-text"
-    return "\n\n".join([f"## {name}: {analysis.title}", f"{direction} R@1, %",
+    return "\n\n".join([f"## {md_line(name)}: {md_line(analysis.title)}", f"{direction} R@1, %",
                         markdown_table(["source", "model", *variants, "captions"], list(wide.values()))])
 
 
@@ -112,8 +112,8 @@ def write_analyses_report(out: Path, payload: dict) -> list[Path]:
                 for m in payload["models"] for n, e in m["analyses"].items() if e["excluded_captions"]]
     excluded += [f"{m['label']} {n}: {e['caveat']['captions']} captions with {e['caveat']['why']}"
                  for m in payload["models"] for n, e in m["analyses"].items() if e.get("caveat", {}).get("captions")]
-    md = "\n\n".join(["# DeBias-CLIP analyses", "\n".join(f"- {line}" for line in header_lines(payload) + excluded),
-                      *(analysis_section(n, rows) for n in names)]) + "\n"
+    bullets = "\n".join(f"- {md_line(line)}" for line in header_lines(payload) + excluded)
+    md = "\n\n".join(["# DeBias-CLIP analyses", bullets, *(analysis_section(n, rows) for n in names)]) + "\n"
     written = [write_text(out / "results.json", json.dumps(payload, indent=2) + "\n"),
                write_text(out / "analyses.md", md),
                write_text(out / "analyses.csv", csv_text(ANALYSIS_COLUMNS, rows))]

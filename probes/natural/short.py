@@ -20,6 +20,7 @@ from comco.probes.natural.split import (
     first_existing,
     read_json,
     require_file,
+    text_lines,
 )
 
 COCO_LAYOUT = "ROOT/annotations/captions_val2017.json (or ROOT/captions_val2017.json) and ROOT/val2017/*.jpg"
@@ -85,15 +86,14 @@ def load_flickr30k(root: Path) -> NaturalSplit:
     token_path = require_file(root / "results_20130124.token", name, FLICKR_LAYOUT)
     image_dir = _flickr_images(root, name, FLICKR_LAYOUT)
     captions: dict[str, list[tuple[int, str]]] = {}  # insertion order = file order of images
-    with token_path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            key, sep, caption = line.rstrip("\n").partition("\t")
-            file_name, hash_sign, index = key.partition("#")
-            if not sep or not hash_sign or not index.isdigit():
-                raise UserError(f"{name}: {token_path} line {line_no} is not 'NAME.jpg#N<TAB>caption'")
-            captions.setdefault(file_name, []).append((int(index), caption))
+    for line_no, line in enumerate(text_lines(token_path, name), 1):
+        if not line.strip():
+            continue
+        key, sep, caption = line.rstrip("\n").partition("\t")
+        file_name, hash_sign, index = key.partition("#")
+        if not sep or not hash_sign or not index.isdigit():
+            raise UserError(f"{name}: {token_path} line {line_no} is not 'NAME.jpg#N<TAB>caption'")
+        captions.setdefault(file_name, []).append((int(index), caption))
     split = NaturalSplit(name, "full", root, [])
     for file_name, numbered in captions.items():
         split.add(image_dir / file_name, [c for _, c in sorted(numbered)])

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from comco.errors import UserError
 
@@ -88,6 +89,18 @@ def first_existing(candidates: list[Path], benchmark: str, layout: str, folder: 
             return path
     check = require_dir if folder else require_file
     return check(candidates[0], benchmark, layout)
+
+
+def text_lines(path: Path, benchmark: str, newline: str | None = None) -> Iterator[str]:
+    """The lines of a UTF-8 text file, as open() gives them; a file in another encoding (Latin-1
+    captions) is a UserError naming it and the first byte that is not UTF-8."""
+    try:
+        with path.open(encoding="utf-8", newline=newline) as f:
+            yield from f
+    except UnicodeDecodeError as err:
+        byte = err.object[err.start:err.start + 1].hex()
+        raise UserError(f"{benchmark}: {path} is not UTF-8 text (it holds the byte 0x{byte}: Latin-1?); "
+                        "save it as UTF-8, as the benchmark ships it") from None
 
 
 def read_json(path: Path, benchmark: str):

@@ -115,3 +115,15 @@ def write_pair_dataset(root: Path, records: list[dict] | None = None, *, n: int 
     info["counts"].pop("images", None)
     write_json(root / INFO, info)
     return root
+
+
+def planned_pair_dataset(root: Path, *, n: int = 4, objects=(2, 3), factors=FACTORS_BUILT, seed: int = 2) -> Path:
+    """A pair dataset as `comco render --pairs` plans it (the pair planner's variants and captions),
+    painted and measured: one that `comco validate` accepts, as `comco export` requires."""
+    from comco.data.writer import run_plan
+
+    cfg = PlanConfig(object_set="simco", objects=tuple(objects), n=n, resolution=(32, 32), pairs=tuple(factors),
+                     seed=seed)
+    run_plan(cfg, root, quiet=True, singles=False)
+    write_jsonl(root / SCENES, [paint(r, root / r["image"]) for r in read_jsonl(root / SCENES)])
+    return root

@@ -40,5 +40,7 @@ def write(items: Iterator[Sample], out: Path, opts, bar) -> dict:
 
 
 def usage(out: Path, summary: dict, opts) -> str:
+    # --no_amp: CLIP_benchmark's default autocast (bfloat16 on a CPU) flips near-tied ranks, so its
+    # recalls drift from `comco eval retrieval`'s float32 ones; with it they agree exactly.
     return (f"clip_benchmark eval --dataset wds/comco --dataset_root {out} --task zeroshot_retrieval "
-            f"--recall_k 1 5 10 --model MODEL --pretrained WEIGHTS")
+            f"--recall_k 1 5 10 --no_amp --model MODEL --pretrained WEIGHTS")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from comco.data.export.links import place
-from comco.data.folder import SCENES, Dataset, safe_image_path
+from comco.data.folder import SCENES, Dataset, image_file, record_key
 from comco.data.pairing import FACTOR_TEMPLATES, FACTORS, Pair, find_pairs, has_pairs, pair_captions
 from comco.errors import UserError
 
@@ -82,10 +82,10 @@ class ImageSink:
 
     def name(self, record: dict) -> str:
         """The image's file name in the folder (the record id and the image's suffix)."""
-        rid = str(record["id"])
+        rid = record_key(record)  # the file's stem
         if rid in self.placed:
             return self.placed[rid]
-        src = self.dataset.root / safe_image_path(record.get("image"), ("images",))
+        src = image_file(self.dataset.root, record)
         if not src.is_file():
             raise UserError(f"{self.dataset.root}: record {rid} has no image ({record.get('image')}); "
                             "render it (`comco render`) first")

@@ -1,23 +1,23 @@
 """`comco export`: a dataset folder in the layout another tool reads, streamed record by record.
 
-The export is written into a temporary folder beside `--out` and put in place when it is
-complete: an interrupted export leaves `--out` as it was, and `--overwrite` replaces a
-folder only with a finished export. `comco-export.json` in the export says what it holds.
+The export is written into a hidden work folder beside `--out` (comco.data.export.staging) and
+put in place when it is complete: an interrupted export leaves `--out` as it was, and
+`--overwrite` replaces a folder only with a finished export. Only a dataset that `comco
+validate` accepts is exported. `comco-export.json` in the export says what it holds.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from comco import __version__
 from comco.data.export.samples import CAPTION_MODES, choose_template, samples
-from comco.data.folder import INFO, SCENES, Dataset
+from comco.data.export.staging import Staging, check_replaceable, sweep, write_error
+from comco.data.folder import INFO, SCENES, Dataset, image_file
+from comco.data.validate import validate_dataset
 from comco.errors import UserError
 from comco.io import read_json, write_json
 from comco.progress import progress
@@ -96,39 +96,40 @@ def describe_export(folder: Path) -> str:
 
 
 def check_out(out: Path, root: Path, overwrite: bool) -> None:
-    """Refuse an --out that is a file, a dataset, holds the dataset, or holds anything (without --overwrite)."""
+    """Refuse an --out that is a file, a dataset, lies inside the dataset or holds it, cannot be
+    replaced (read-only), or holds anything (without --overwrite)."""
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder")
     resolved = out.resolve()
     if resolved == root or resolved in root.parents:
         raise UserError(f"--out {out} holds the dataset being exported; choose a folder outside {root}")
+    if resolved.is_relative_to(root):  # images/, masks/, singles/: --overwrite would replace the dataset's files
+        raise UserError(f"--out {out} lies inside the dataset being exported ({root}); choose a folder outside it")
     if (out / INFO).is_file() and (out / SCENES).is_file():
         raise UserError(f"--out {out} is a comco dataset; choose another --out (an export never replaces one)")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise UserError(f"--out {out} holds {describe_export(out)}; pass --overwrite to replace it "
                         f"or choose an empty folder")
+    check_replaceable(out)
 
 
-def _temp_folder(out: Path) -> Path:
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=out.parent))
-    except OSError as exc:
-        raise UserError(f"--out {out}: cannot write into {out.parent} ({exc.strerror}); "
-                        f"choose another folder") from None
-    os.chmod(tmp, 0o755)  # mkdtemp makes 0700; exports are shared like datasets
-    return tmp
-
-
-def _put_in_place(tmp: Path, out: Path) -> None:
-    """tmp becomes out; an older out (checked by check_out) goes once the new one is there."""
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-        os.replace(out, old / out.name)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def check_dataset(dataset: Dataset) -> None:
+    """Refuse a dataset that `comco validate` does not accept (its first reason, one line): the export
+    carries every record's image, so every image is decoded, rendered or not."""
+    first = next(iter(dataset.records()), None)
+    if isinstance(first, dict) and isinstance(first.get("image"), str) and not dataset.info.get("rendered"):
+        try:
+            unrendered = not image_file(dataset.root, first).exists()
+        except UserError:
+            unrendered = False  # validate names the bad path
+        if unrendered:
+            raise UserError(f"{dataset.root}: record {first.get('id')} has no image ({first['image']}); "
+                            f"render it (`comco render`) first")
+    problems = validate_dataset(dataset.root, images=True)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(f"{problems[0]}{more}: the export takes only what `comco validate {dataset.root}` accepts; "
+                        f"it lists every problem (`comco render --resume` renders missing images)")
 
 
 def export_dataset(root: str | Path, to: str, out: str | Path, *, template: str | None = None,
@@ -163,13 +164,16 @@ def export_dataset(root: str | Path, to: str, out: str | Path, *, template: str 
                         f"plan the dataset with caption templates or export it --to hf")
     opts = replace(opts, template=chosen)
     out = Path(out)
+    sweep(out)  # what killed exports into --out left
     check_out(out, dataset.root, overwrite)
+    check_dataset(dataset)
     module = importlib.import_module(f"comco.data.export.{fmt.module}")
     prepared = module.prepare(dataset, opts) if fmt.whole else None
     counts = dataset.info.get("counts") or {}
     total = int(counts.get("rendered", counts.get("images", 0)) or 0)
-    tmp = _temp_folder(out)
+    staging = Staging(out)
     try:
+        tmp = staging.new
         with progress(total, f"export {to}", "images", quiet) as bar:
             items = prepared if fmt.whole else samples(dataset, chosen, captions)
             summary = getattr(module, fmt.write)(items, tmp, opts, bar)
@@ -179,8 +183,12 @@ def export_dataset(root: str | Path, to: str, out: str | Path, *, template: str 
                    "captions": captions, "generator": f"comco {__version__}", **summary}
         summary["use"] = getattr(module, fmt.usage)(out.resolve(), summary, opts)
         write_json(tmp / MARKER, summary)
-        _put_in_place(tmp, out)
+        staging.publish()
+    except OSError as exc:
+        error = write_error(exc, out)
+        if error is None:
+            raise
+        raise error from None
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        staging.close()
     return summary

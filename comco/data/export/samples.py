@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from comco.data.folder import SCENES, Dataset, safe_image_path
+from comco.data.folder import SCENES, Dataset, image_file, record_key
 from comco.errors import UserError
 
 CAPTION_MODES = ("all", "first")
@@ -76,8 +76,8 @@ def samples(dataset: Dataset, template: str | None, captions: str = "all") -> It
         if not isinstance(record, dict) or not isinstance(record.get("objects"), list) or "id" not in record:
             raise UserError(f"{dataset.root / SCENES}:{line} is not a scene record; "
                             f"`comco validate {dataset.root}` lists the problems")
-        key = str(record["id"])
-        image = dataset.root / safe_image_path(record.get("image"), ("images",))
+        key = record_key(record)  # the tar key and the file's stem
+        image = image_file(dataset.root, record)
         if not image.is_file():
             hint = "render it (`comco render`)" if not seen_one else "finish it (`comco render --resume`)"
             raise UserError(f"{dataset.root}: record {key} has no image ({record['image']}); {hint} first")

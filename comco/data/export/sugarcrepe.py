@@ -16,11 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from comco.data.export.pair_items import ImageSink, pair_items, pair_records
+from comco.data.pairing import ONE_WAY
 from comco.io import write_json
 
 IMAGES = "images"
 # Which image a factor's entries show: "base" (against the variant's caption), "variant" (against the base's)
-DIRECTIONS = {"remove": ("variant",), "add": ("base",)}
+DIRECTIONS = {factor: (image,) for factor, (_, image) in ONE_WAY.items()}
 BOTH = ("base", "variant")
 
 
