@@ -18,6 +18,7 @@ from pathlib import Path
 from comco import __version__
 from comco.lab.plan_keys import plan_settings
 from comco.lab.recipe import Recipe
+from comco.lab.shards import split_renders
 
 # The code each kind of stage runs, as whole packages (every .py and .toml under them;
 # "comco" alone means the core modules directly in comco/), so that no module a stage
@@ -200,8 +201,7 @@ def build_stages(recipe: Recipe) -> list[Stage]:
     if "report" in want:
         stages.append(Stage("report", "report", {"recipe": recipe.to_dict()},
                             {st.id: st.id for st in stages}))
-    from comco.lab.shards import split_renders  # large renders as shard stages and a merge (imports Stage)
-    stages = split_renders(stages, render)
+    stages = split_renders(stages, render)  # comco.lab.shards: large renders as shard stages and a merge
     by_id = {st.id: st for st in stages}
     for st in stages:  # deps precede their users in the list, so one pass hashes them all
         st.hash = stage_hash(st, {role: by_id[d].hash for role, d in st.deps.items()})

@@ -7,15 +7,14 @@ under --executor slurm, one GPU each under --executor node)."""
 from __future__ import annotations
 
 import math
-
-from comco.lab.graph import Stage
+from dataclasses import replace
 
 
 def shard_id(render_id: str, i: int, k: int) -> str:
     return f"{render_id}-shard-{i}-of-{k}"
 
 
-def split_renders(stages: list[Stage], render: dict) -> list[Stage]:
+def split_renders(stages: list, render: dict) -> list:
     """The stages with every render above render["shard_images"] images split (in place of it:
     the shards, then the merge, so inputs still come first)."""
     per = render.get("shard_images")
@@ -27,8 +26,10 @@ def split_renders(stages: list[Stage], render: dict) -> list[Stage]:
         if k <= 1:
             out.append(st)
             continue
-        shards = [Stage(shard_id(st.id, i, k), "render", {**st.config, "shard": [i, k]}) for i in range(k)]
+        # new stages of the graph's own type (comco.lab.graph.Stage), made from the render's
+        shards = [replace(st, id=shard_id(st.id, i, k), config={**st.config, "shard": [i, k]}, deps={}, hash="")
+                  for i in range(k)]
         out.extend(shards)
-        out.append(Stage(st.id, "render", {**st.config, "shards": k},
-                         {f"shard{i}": s.id for i, s in enumerate(shards)}))
+        out.append(replace(st, config={**st.config, "shards": k}, hash="",
+                           deps={f"shard{i}": s.id for i, s in enumerate(shards)}))
     return out
