@@ -82,6 +82,24 @@ def plan(out: Out, plan_options: PlanOptions, singles: Singles = False, overwrit
                 f"({stats['replanned']} re-planned to fit) -> {out}")
 
 
+def _render_jobs(cfg, opts, out: Path, executor: str, shards: int, quiet: bool) -> None:
+    """`comco render --executor slurm|slurm-local --shards K` (comco.lab's render jobs)."""
+    from comco.lab import require_submitit, submit_render
+
+    if executor not in ("slurm", "slurm-local"):
+        raise UserError(f"--executor {executor}: use local, slurm or slurm-local (--shards needs a slurm executor)")
+    if shards < 1:
+        raise UserError(f"--shards {shards}: give at least 1")
+    require_submitit(cluster=executor == "slurm")
+    r = submit_render(cfg, opts, out, shards, "slurm" if executor == "slurm" else "local",
+                      say=lambda m: say(quiet, m))
+    if r["merge_job"]:
+        say(quiet, f"merge job {r['merge_job']} waits for the shards; follow with `sacct -j "
+                   f"{r['shard_jobs'][0].split('_')[0]},{r['merge_job']}` -> {out}")
+    else:
+        say(quiet, f"merged {shards} shards: {r['images']} images, {r['singles']} singles -> {out}")
+
+
 @app.command()
 @with_plan_options
 def render(
@@ -99,6 +117,8 @@ def render(
     shard: Annotated[str, typer.Option(help="Render slice i/N (or auto under SLURM arrays).")] = "0/1",
     threads: Annotated[int, typer.Option(help="Blender threads per worker (0 = all cores).")] = 0,
     image_timeout: Annotated[Optional[float], typer.Option("--image-timeout", help="Seconds a worker may take for one image before it counts as hung, is replaced and the image retried (default: from preset and resolution, at least 120; 0 = no limit).")] = None,
+    executor: Annotated[str, typer.Option(help="local (here, the default), slurm (a SLURM job array of --shards and a merge job that waits for it, through submitit) or slurm-local (submitit's local jobs).")] = "local",
+    shards: Annotated[int, typer.Option(help="With --executor slurm|slurm-local: shards of the render, one job each.")] = 1,
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
@@ -113,6 +133,9 @@ def render(
                          min_pixels=min_pixels,
                          min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads,
                          image_timeout=image_timeout)
+    if executor != "local" or shards != 1:
+        _render_jobs(cfg, opts, out, executor, shards, quiet)
+        return
     s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
     per = s["seconds"] / max(1, s["rendered"])
     crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""

@@ -31,6 +31,8 @@ def run(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Delete what the folder holds and start again.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the stage graph with each stage's estimated time on one GPU; run nothing.")] = False,
+    executor: Annotated[Optional[str], typer.Option(help="Where stages run: local (a process pool here, the default), node (the GPUs of this machine), slurm (SLURM jobs through submitit; resources from [run.slurm]), slurm-local (submitit's local jobs: the slurm path rehearsed here). Default: the recipe's run.executor.")] = None,
+    gpus: Annotated[Optional[int], typer.Option(help="GPUs to use: the first N of this machine with --executor node (default all); with --dry-run the N GPUs to plan the critical path on.")] = None,
 ) -> None:
     """Run a recipe's stages, each once per input hash, and write the report."""
     from comco.errors import UserError
@@ -42,16 +44,42 @@ def run(
         raise UserError("--jobs and --threads take at least 1 (leave them out for the defaults)")
     r = load_recipe(recipe, scale)
     if dry_run:
-        from comco.lab import dry_run_lines
+        from comco.lab import dry_run_lines, plan_lines
 
-        for line in dry_run_lines(r, jobs):
+        planned = executor or r.settings["run"]["executor"]
+        if gpus is not None and gpus < 1:
+            raise UserError(f"--gpus {gpus}: give at least 1 (or leave it out)")
+        if planned not in ("local", "node", "slurm", "slurm-local"):
+            raise UserError(f"--executor {planned}: use one of local, node, slurm, slurm-local")
+        lines = dry_run_lines(r, jobs) if planned == "local" and gpus is None else plan_lines(r, planned, gpus)
+        for line in lines:
             typer.echo(line)
         return
     if out is None:
         raise UserError("--out is missing: give the run folder (e.g. --out runs/order-bias), or pass --dry-run")
     say = (lambda _: None) if quiet else typer.echo
-    result = run_lab(r, out, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads, quiet=quiet, say=say)
+    from comco.lab import StageFailed
+
+    try:
+        result = run_lab(r, out, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads, quiet=quiet,
+                         say=say, executor=executor, gpus=gpus)
+    except StageFailed as exc:  # a job's own error: its stage and the end of its log, not the driver's traceback
+        typer.echo(f"comco: {exc}", err=True)
+        typer.echo("comco: the finished stages are kept; fix the cause and run the same command again", err=True)
+        raise typer.Exit(1) from None
     if not quiet:
         typer.echo(f"ran {len(result['ran'])} stages, {len(result['skipped'])} were done already, "
                    f"{result['wall_seconds'] / 60:.1f} min -> {out / 'report.md'}")
 
+
+
+@app.command("status")
+def status(
+    out: Annotated[Path, typer.Argument(help="A lab run folder (the --out of `comco lab run`).")],
+    lines: Annotated[int, typer.Option(help="Log lines shown per failed stage.")] = 5,
+) -> None:
+    """Every stage of a run: done, running (job, node, minutes), queued, failed (its log's last lines), left."""
+    from comco.lab import status_lines
+
+    for line in status_lines(out, log_lines=lines):
+        typer.echo(line)

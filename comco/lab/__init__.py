@@ -6,5 +6,7 @@ from comco.lazy import door
 __getattr__, __dir__, __all__ = door(__name__, {
     "Recipe": "recipe", "load_recipe": "recipe", "parse_recipe": "recipe", "SCALES": "recipe",
     "run_lab": "run", "build_stages": "graph", "code_digest": "graph", "write_report": "report",
-    "dry_run_lines": "estimate", "dose_lines": "predict", "predict_first_share": "predict",
+    "dry_run_lines": "estimate", "plan_lines": "estimate", "dose_lines": "predict", "predict_first_share": "predict",
+    "StageFailed": "executors.base", "status_lines": "status",
+    "submit_render": "executors.render_jobs", "require_submitit": "executors",
 })

@@ -2,11 +2,9 @@
 or on the CPU for the scales whose `[run] device` is "cpu" (smoke, small, medium).
 
 The model FLOPs are counted by torch on the real scratch modules (one image, one text,
-forward; training counts 3x forward); the rest are named assumptions, printed with the
-table, because no GPU was lent when this was written:
+forward; training counts 3x forward). The GPU's throughput is measured (GPU_FLOPS, its
+source printed with the table); the rest are named assumptions, printed too:
 
-- GPU_FLOPS: the throughput a model this small sustains on one H200 (about 10 % of the
-  roughly 1e15 dense bf16 peak);
 - STEP_OVERHEAD_S: per optimiser step (kernel launches, the optimiser, the batch copy);
 - RENDER_S: seconds per image and preset on one GPU (Cycles with OptiX at 224 px);
 - the probes' text counts per test image (orders x templates, swaps, sensitivity, the
@@ -25,13 +23,21 @@ import os
 import tempfile
 from pathlib import Path
 
-GPU_FLOPS = 1.0e14
+# Measured on one H200 (README, after "Speed on a 2-core CPU"; benchmarks/device_check.py):
+# DeBias fine-tuning of a ViT-B/16-sized model, batch 256, bf16, 830 samples/s. torch counts
+# 2.25e10 FLOPs per image forward and 5.8e9 per 77-token text for open_clip's ViT-B-16, about
+# 1.87e10 at DeBias's 248 tokens (scaled by length); a step is 3x the forward of the image and
+# both texts: 830 x 3 x (2.25e10 + 2 x 1.87e10) = 1.5e14 FLOP/s. The recipe's models are
+# smaller and may sustain less of the GPU.
+GPU_FLOPS = 1.5e14
+MEASURED = ("measured: 1.5e14 FLOP/s on one H200 (DeBias, ViT-B/16, bf16, batch 256: 830 samples/s, "
+            "benchmarks/device_check.py, in the README); smaller models may sustain less")
 STEP_OVERHEAD_S = 0.01
 RENDER_S = {"cycles": 0.3, "draft": 0.05, "eevee": 0.5}
 PROBE_TEXTS_PER_IMAGE = 60
 ANALYSES_TEXTS_PER_IMAGE = 15
-ASSUMPTIONS = (f"assumed: {GPU_FLOPS:.0e} FLOP/s sustained on one GPU, {1000 * STEP_OVERHEAD_S:g} ms per optimiser "
-               f"step, render s/image {RENDER_S}; model FLOPs counted by torch on the recipe's modules")
+ASSUMPTIONS = (f"assumed: {1000 * STEP_OVERHEAD_S:g} ms per optimiser step, render s/image on one GPU {RENDER_S} "
+               "(no Cycles GPU render was measured); model FLOPs counted by torch on the recipe's modules")
 CPU_FLOPS = 1.0e11  # one core: the small scratch model's 1.9e8 training FLOPs a sample at ~570 samples/s
 CPU_STEP_OVERHEAD_S = 0.005  # the fused AdamW step of the small model (benchmarks/train.py)
 # Per image and worker, scaled by the pixel count: Workbench at 128 px (18 images/s on 2 workers;
@@ -107,10 +113,13 @@ def estimate_seconds(stages: list, settings: dict) -> dict[str, float]:
     out = {}
     for st in stages:
         c = st.config
-        if st.kind == "render":
+        if st.kind == "render" and c.get("shards"):
+            out[st.id] = 5.0  # the merge of a sharded render: links and one records file
+        elif st.kind == "render":
             per = _render_seconds(c["preset"], settings["render"]["resolution"], cpu)
-            singles = len(load_object_set(c["object_set"]).objects) if c.get("singles") else 0  # one per object
-            out[st.id] = (c["n"] + singles) * per
+            i, k = c.get("shard", (0, 1))  # shard i of k: every k-th image from i, the singles in shard 0
+            singles = len(load_object_set(c["object_set"]).objects) if c.get("singles") and i == 0 else 0
+            out[st.id] = (len(range(i, c["n"], k)) + singles) * per
         elif st.kind in ("scratch", "finetune"):
             f = long if st.kind == "finetune" else short
             texts = 2 if st.kind == "finetune" else 1  # the long caption and its short one
@@ -166,7 +175,85 @@ def dry_run_lines(recipe, jobs: int | None = None) -> list[str]:
     total = sum(seconds.values())
     lines.append(f"{len(stages)} stages of recipe '{recipe.name}' at scale '{recipe.scale}': {_clock(total)} one "
                  f"after the other, {_clock(schedule(stages, seconds, jobs))} with {jobs} side by side {where}")
+    if not cpu:
+        lines.append(MEASURED)
     lines.append(CPU_ASSUMPTIONS if cpu else ASSUMPTIONS)
+    return lines
+
+
+def schedule_gpus(stages: list, seconds: dict[str, float], gpus: int, on_gpu: dict[str, bool]) -> float:
+    """Wall seconds as the driver runs the graph with one stage per GPU at a time on `gpus`
+    GPUs: whenever a GPU is free, the ready stage with the longest chain of dependants
+    (comco.lab.run.chain_depths, ties in graph order) starts on it; CPU stages start when ready."""
+    from comco.lab.run import chain_depths
+
+    depth = chain_depths(stages)
+    order = {st.id: i for i, st in enumerate(stages)}
+    waiting = {st.id: set(st.deps.values()) for st in stages}
+    users: dict[str, list[str]] = {st.id: [] for st in stages}
+    for st in stages:
+        for d in st.deps.values():
+            users[d].append(st.id)
+    ready = [sid for sid, deps in waiting.items() if not deps]
+    running: list[tuple[float, int, str]] = []  # (end, graph order, id)
+    now, free, end = 0.0, max(1, gpus), 0.0
+    while ready or running:
+        ready.sort(key=lambda sid: (-depth[sid], order[sid]))
+        for sid in list(ready):
+            if on_gpu[sid] and free == 0:
+                continue
+            ready.remove(sid)
+            free -= on_gpu[sid]
+            heapq.heappush(running, (now + seconds[sid], order[sid], sid))
+        now, _, sid = heapq.heappop(running)
+        end = max(end, now)
+        free += on_gpu[sid]
+        for user in users[sid]:
+            waiting[user].discard(sid)
+            if not waiting[user]:
+                ready.append(user)
+    return end
+
+
+def plan_lines(recipe, executor: str, gpus: int | None) -> list[str]:
+    """`--dry-run --executor slurm|node [--gpus N]`: each stage's request, then the critical
+    path: the wall time on N GPUs against one (one stage per GPU at a time)."""
+    from comco.lab.executors.node import stage_request
+    from comco.lab.executors.slurm_request import describe, request
+    from comco.lab.graph import build_stages
+
+    stages = build_stages(recipe)
+    seconds = estimate_seconds(stages, recipe.settings)
+    gpus = gpus or 1
+    asks, on_gpu = {}, {}
+    for st in stages:
+        in_driver = st.kind in ("captions", "report") or bool(st.config.get("shards"))  # Executor.runs_inline
+        if executor in ("slurm", "slurm-local"):
+            req = request(recipe.settings, st.kind)
+            on_gpu[st.id] = not in_driver and req["gpus"] > 0
+            asks[st.id] = "driver (in process)" if in_driver else describe(req)
+        else:
+            from comco.lab.executors.base import StageCall
+
+            if in_driver:
+                on_gpu[st.id], asks[st.id] = False, "driver (in process)"
+                continue
+            r = stage_request(StageCall(st.id, st.kind, st.config, {}, "", 1, st.hash), True)
+            on_gpu[st.id] = r.gpu
+            asks[st.id] = ("a whole GPU" if r.exclusive else f"a GPU share, ~{r.memory_gib:.1f} GiB") if r.gpu \
+                else f"CPU, {r.cores} core(s)"
+    width = max(len(st.id) for st in stages)
+    lines = [f"{'stage':<{width}}  {'kind':<9}  {'est. on one GPU':<15}  request ({executor})"]
+    for st in stages:
+        lines.append(f"{st.id:<{width}}  {st.kind:<9}  {_clock(seconds[st.id]):<15}  {asks[st.id]}")
+    one = schedule_gpus(stages, seconds, 1, on_gpu)
+    many = schedule_gpus(stages, seconds, gpus, on_gpu)
+    path = schedule_gpus(stages, seconds, len(stages), on_gpu)
+    lines.append(f"{len(stages)} stages of recipe '{recipe.name}' at scale '{recipe.scale}': "
+                 f"{_clock(many)} on {gpus} GPU(s) against {_clock(one)} on one ({one / max(many, 1e-9):.1f}x); "
+                 f"critical path {_clock(path)} (as many GPUs as stages)")
+    lines.append(MEASURED)
+    lines.append(ASSUMPTIONS)
     return lines
 
 

@@ -32,6 +32,7 @@ from comco.lab.keys import (
 )
 from comco.lab.plan_keys import plan_settings
 from comco.lab.recipe import Recipe
+from comco.lab.shards import split_renders
 
 # The code each kind of stage runs, as whole packages (every .py and .toml under them;
 # "comco" alone means the core modules directly in comco/), so that no module a stage
@@ -171,7 +172,8 @@ def build_stages(recipe: Recipe) -> Stages:
             stages += parts.labclip()
     if "report" in want:
         stages.append(Stage(REPORT, {"recipe": recipe.to_dict()}, {st.id: st.id for st in stages}))
-    stages = Stages(stages)
+    # comco.lab.shards: large renders as shard stages and a merge
+    stages = Stages(split_renders(stages, recipe.settings["render"]))
     by_id = {st.id: st for st in stages}
     for st in stages:  # deps precede their users in the list, so one pass hashes them all
         st.hash = stage_hash(st, {role: by_id[d].hash for role, d in st.deps.items()})

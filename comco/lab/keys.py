@@ -35,7 +35,7 @@ class StageKey:
     object_set: the set's name. role: render (RENDER_ROLES), captions (CAPTION_ROLES),
     scratch ("order": the order-bias models; "colors": the LABCLIP bases).
     p: the captions' order bias. seed: the training seed. variant: a fine-tune's name.
-    model: a probe's model (None: the untrained prior of `seed`).
+    model: a probe's model (None: the untrained prior of `seed`). shard: a render's piece (i, k).
     """
 
     kind: str
@@ -45,12 +45,13 @@ class StageKey:
     seed: int | None = None
     variant: str | None = None
     model: StageKey | None = None
+    shard: tuple[int, int] | None = None  # a render's piece (i, k): comco render --shard i/k (comco.lab.shards)
 
     @property
     def id(self) -> str:
         k, o = self.kind, self.object_set
         if k == "render":
-            return f"render-{self.role}-{o}"
+            return f"render-{self.role}-{o}" + (f"-shard-{self.shard[0]}-of-{self.shard[1]}" if self.shard else "")
         if k == "captions":
             role = "" if self.role == "train" else f"{self.role}-"
             return f"captions-{role}{o}-{_p(self.p)}"

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from comco.errors import UserError
 from comco.lab import plan_keys
+from comco.lab.executors import EXECUTORS
 from comco.manifest import check_file_name
 from comco.record import PRESETS
 
@@ -174,6 +175,47 @@ def _variants(path, v):
     return out
 
 
+# [run.slurm]: the sbatch request of every stage job; a [run.slurm.KIND] table (KIND a stage
+# kind) replaces keys for that kind's jobs. memory is in GB, time in minutes.
+SLURM_REQUEST = {"partition": _str(), "account": _str(), "qos": _str(), "gpus": _int(0, 64), "cpus": _int(1, 1024),
+                 "memory": _int(1, 100000), "time": _int(1, 100000), "constraint": _str()}
+SLURM_DRIVER = {"max_queued": _int(1, 100000), "retries": _int(0, 100)}
+SLURM_KINDS = ("render", "captions", "scratch", "finetune", "labclip", "probe")
+
+
+def _slurm_table(path, v):
+    if not isinstance(v, dict):
+        _fail(path, v, "expected a table ([run.slurm])")
+    known = {**SLURM_REQUEST, **SLURM_DRIVER}
+    out = {}
+    for key, value in v.items():
+        if key in SLURM_KINDS:
+            if not isinstance(value, dict):
+                _fail(f"{path}.{key}", value, f"expected a table ([run.slurm.{key}])")
+            for k in value:
+                if k not in SLURM_REQUEST:
+                    raise UserError(f"unknown recipe key '{path}.{key}.{k}'; known: {', '.join(SLURM_REQUEST)}")
+            out[key] = {k: SLURM_REQUEST[k](f"{path}.{key}.{k}", x) for k, x in value.items()}
+        elif key in known:
+            out[key] = known[key](f"{path}.{key}", value)
+        else:
+            raise UserError(f"unknown recipe key '{path}.{key}'; known: {', '.join([*known, *SLURM_KINDS])}")
+    return out
+
+
+def _shard_images(path, v):
+    """Images per shard stage of a large render (comco.lab.shards); left out: one stage per render."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        _fail(path, v, "expected a whole number of images per shard, at least 1 (leave the key out to render "
+                       "each dataset in one stage)")
+    return v
+
+
+# keys a recipe may leave out (every other key is required), with the value they take
+OPTIONAL = {"run": {"executor": "local", "slurm": {}}, "render": {"shard_images": None}}
+
 SCHEMA: dict[str, dict[str, Callable]] = {
     # the planning options keyed in a section (layout, large_slot, ... in [data]) come with their
     # checks from their declarations (comco/lab/plan_keys.py)
@@ -184,7 +226,7 @@ SCHEMA: dict[str, dict[str, Callable]] = {
     },
     # render.resolution is the plan's and the models' input size: one whole number, narrower than the plan's
     "render": {"preset": _choice(PRESETS), **plan_keys.schema("render"), "resolution": _int(16, 2048),
-               "workers": _int(0, 256), "device": _choice(("cpu", "cuda", "optix"))},
+               "workers": _int(0, 256), "device": _choice(("cpu", "cuda", "optix")), "shard_images": _shard_images},
     "scratch": {
         "seeds": _list(_seed()), "captions": _list(_str()), "tower": _choice(("vit", "conv")),
         "width": _int(32, 4096), "layers": _int(1, 48),
@@ -203,7 +245,8 @@ SCHEMA: dict[str, dict[str, Callable]] = {
                 "seeds": _list(_seed()), "steps": _int(1, MAX_STEPS), "batch_size": _int(2),
                 "lr": _float(0.0, 1.0, open_lo=True), "base_images": _int(4, MAX_IMAGES),
                 "base_steps": _int(1, MAX_STEPS)},
-    "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES)},
+    "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES),
+            "executor": _choice(EXECUTORS), "slurm": _slurm_table},
     # competence gates: the least value of each figure a model must reach on the held-out
     # test set before any of its numbers enters a fit, a comparison or a paragraph
     "gates": {"set_r1": _float(0.0, 1.0), "swap_largest": _float(0.0, 1.0), "swap_small": _float(0.0, 1.0),
@@ -254,9 +297,11 @@ def _check_section(where: str, raw: Any, *, partial: bool) -> dict:
         if key not in spec:
             raise UserError(f"unknown recipe key '{where}.{key}'; known in [{section}]: {', '.join(spec)}")
     if not partial:
-        missing = [k for k in spec if k not in raw and k not in plan_keys.optional(section)]
+        missing = [k for k in spec if k not in raw and k not in plan_keys.optional(section)
+                   and k not in OPTIONAL.get(section, {})]
         if missing:
             raise UserError(f"recipe key '{where}.{missing[0]}' is missing")
+        raw = {**OPTIONAL.get(section, {}), **raw}
     return {k: spec[k](f"{where}.{k}", v) for k, v in raw.items()}
 
 

@@ -21,11 +21,11 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from comco.errors import UserError
 from comco.io import write_json, write_text
+from comco.lab.executors.base import StageCall, record_failure, run_call
 from comco.lab.graph import Stage, build_stages
 from comco.lab.recipe import Recipe, check_machine
 
@@ -107,14 +107,6 @@ def _finish(out: Path, stage: Stage, summary: dict, seconds: float, threads: int
         "seconds": round(seconds, 3), "threads": threads, "finished": time.time(), "summary": summary})
 
 
-def _call(kind: str, config: dict, deps: dict, out: str, threads: int) -> tuple[dict, float]:
-    from comco.lab.stages import execute
-
-    t0 = time.perf_counter()
-    summary = execute(kind, config, deps, out, threads)
-    return summary, time.perf_counter() - t0
-
-
 def _run_report(out: Path, stage: Stage, stages: list[Stage]) -> dict:
     from comco.lab.report import write_report
 
@@ -122,17 +114,26 @@ def _run_report(out: Path, stage: Stage, stages: list[Stage]) -> dict:
 
 
 def run_lab(recipe: Recipe, out: Path, *, resume: bool = False, overwrite: bool = False, jobs: int | None = None,
-            threads: int | None = None, quiet: bool = False, say=None) -> dict:
+            threads: int | None = None, quiet: bool = False, say=None, executor: str | None = None,
+            gpus: int | None = None) -> dict:
     """Run what is not done yet; returns {"ran": [ids], "skipped": [ids], "seconds": {...}}."""
+    from comco.lab.executors import make_executor
+
     out = Path(out)
     say = say or (lambda _: None)
     stages = build_stages(recipe)
     check_machine(recipe)
     for st in stages:  # every folder inside OUT/stages before anything is written
         stage_dir(out, st)
+    cores = os.cpu_count() or 1
+    run = recipe.settings["run"]
+    jobs = jobs or run["jobs"] or cores
+    threads = threads or run["threads"] or max(1, cores // jobs)
+    # every check of the executor (submitit, sbatch, GPUs) before anything is written
+    pool = make_executor(executor or run["executor"], out=out, settings=recipe.settings, jobs=jobs, gpus=gpus)
     lock = _lock(out)
     try:
-        return _run_locked(recipe, out, stages, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads,
+        return _run_locked(recipe, out, stages, pool, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads,
                            quiet=quiet, say=say)
     finally:
         lock.close()
@@ -155,97 +156,91 @@ def _lock(out: Path):
     return handle
 
 
-def _run_locked(recipe: Recipe, out: Path, stages: list[Stage], *, resume: bool, overwrite: bool, jobs, threads,
-                quiet: bool, say) -> dict:
+def _run_locked(recipe: Recipe, out: Path, stages: list[Stage], pool, *, resume: bool, overwrite: bool, jobs: int,
+                threads: int, quiet: bool, say) -> dict:
     state = prepare_folder(out, recipe, resume=resume, overwrite=overwrite)
-    cores = os.cpu_count() or 1
-    run = recipe.settings["run"]
-    jobs = jobs or run["jobs"] or cores
-    threads = threads or run["threads"] or max(1, cores // jobs)
     by_id = {s.id: s for s in stages}
     depth = chain_depths(stages)
     done = {s.id for s in stages if is_done(out, s)}
     todo = [s for s in stages if s.id not in done]
     skipped = [s.id for s in stages if s.id in done]
     say(f"lab {recipe.name} ({recipe.scale}) -> {out}: {len(stages)} stages, {len(skipped)} already done, "
-        f"{len(todo)} to run ({jobs} at a time, {threads} thread(s) each)")
+        f"{len(todo)} to run ({pool.describe(jobs, threads)})")
     ran: list[str] = []
     seconds: dict[str, float] = {}
     t_run = time.perf_counter()
     pending = list(todo)
-    running: dict = {}
     failure: BaseException | None = None
     from comco.progress import progress
 
-    ctx = _mp_context()
-    pool = (ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init)
-            if any(not s.inline for s in todo) else None)
+    def finished(s: Stage, summary: dict, secs: float) -> None:
+        seconds[s.id] = secs
+        _finish(out, s, summary, secs, threads)
+        done.add(s.id)
+        ran.append(s.id)
+        bar.advance()
+        say(f"  {s.id}: {secs:.1f} s")
+
     try:
         with progress(len(todo), "lab", "stages", quiet) as bar:
-            while pending or running:
+            while pending or pool.busy():
                 ready = [s for s in pending if all(d in done for d in s.deps.values())]
-                inline = [s for s in ready if s.inline]
-                if inline and not running and failure is None:
-                    # in-process stages run while no worker is busy (renders use every core)
+                inline = [s for s in ready if pool.runs_inline(s.kind, s.config)]
+                if inline and failure is None and not (pool.inline_waits_for_idle and pool.busy()):
+                    # in-process stages: the report, and for the local pool renders and captions
                     s = inline[0]
                     pending.remove(s)
-                    d = _start(out, s)
+                    _start(out, s)
                     t0 = time.perf_counter()
                     if s.kind == "report":
                         summary = _run_report(out, s, stages)
                     else:
-                        summary, _ = _call(s.kind, s.config, _dep_dirs(out, s, by_id), str(d), threads)
-                    seconds[s.id] = time.perf_counter() - t0
-                    _finish(out, s, summary, seconds[s.id], threads)
-                    done.add(s.id)
-                    ran.append(s.id)
-                    bar.advance()
-                    say(f"  {s.id}: {seconds[s.id]:.1f} s")
+                        summary, _ = run_call(_stage_call(out, s, by_id, threads))
+                    finished(s, summary, time.perf_counter() - t0)
                     continue
                 if failure is None:
-                    for s in sorted((s for s in ready if not s.inline), key=lambda s: -depth[s.id]):
-                        if len(running) >= jobs:
+                    batch = []
+                    later = (s for s in ready if not pool.runs_inline(s.kind, s.config))
+                    for s in sorted(later, key=lambda s: -depth[s.id]):
+                        if len(batch) >= pool.free():
                             break
                         pending.remove(s)
-                        d = _start(out, s)
-                        fut = pool.submit(_call, s.kind, s.config, _dep_dirs(out, s, by_id), str(d), threads)
-                        running[fut] = s
-                if not running:
+                        _start(out, s)
+                        batch.append(_stage_call(out, s, by_id, threads))
+                    if batch:
+                        pool.start(batch)
+                if not pool.busy():
                     if failure is not None or not pending:
                         break
-                    blocked = ", ".join(s.id for s in pending[:3])
-                    raise RuntimeError(f"lab stages cannot start (missing inputs): {blocked}")
-                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    s = running.pop(fut)
-                    try:
-                        summary, secs = fut.result()
-                    except BaseException as exc:  # noqa: BLE001 - let running stages finish, then re-raise
-                        failure = failure or exc
-                        say(f"  {s.id}: failed ({exc.__class__.__name__})")
+                    if not inline:
+                        blocked = ", ".join(s.id for s in pending[:3])
+                        raise RuntimeError(f"lab stages cannot start (missing inputs): {blocked}")
+                    continue
+                for outcome in pool.wait():
+                    s = by_id[outcome.id]
+                    if outcome.failed:
+                        record_failure(stage_dir(out, s), outcome)
+                        failure = failure or outcome.error
+                        say(f"  {s.id}: failed ({outcome.error.__class__.__name__})")
                         continue
-                    seconds[s.id] = secs
-                    _finish(out, s, summary, secs, threads)
-                    done.add(s.id)
-                    ran.append(s.id)
-                    bar.advance()
-                    say(f"  {s.id}: {secs:.1f} s")
+                    finished(s, outcome.summary, outcome.seconds)
                 if failure is not None:
                     pending.clear()
     except BaseException:
-        # interrupted or failed here: stop the stages in flight too (their folders stay unfinished)
-        if pool is not None:
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.terminate()
+        pool.abort()
         raise
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        pool.close()
         _log_run(out, recipe, state, ran, skipped, seconds, time.perf_counter() - t_run, failure)
     if failure is not None:
         raise failure
     return {"state": state, "ran": ran, "skipped": skipped, "seconds": seconds,
             "wall_seconds": time.perf_counter() - t_run, "stages": [s.id for s in stages]}
+
+
+def _stage_call(out: Path, stage: Stage, by_id: dict, threads: int) -> StageCall:
+    return StageCall(stage.id, stage.kind, stage.config, _dep_dirs(out, stage, by_id), str(stage_dir(out, stage)),
+                     threads, stage.hash)
 
 
 def chain_depths(stages: list[Stage]) -> dict[str, int]:
@@ -266,25 +261,6 @@ def chain_depths(stages: list[Stage]) -> dict[str, int]:
 
 def _dep_dirs(out: Path, stage: Stage, by_id: dict) -> dict[str, str]:
     return {role: str(stage_dir(out, by_id[d])) for role, d in stage.deps.items()}
-
-
-def _worker_init() -> None:
-    """A stage worker ends when the lab process dies (Linux), instead of training on as an orphan."""
-    import signal
-
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _mp_context():
-    import multiprocessing as mp
-
-    # spawn: workers start clean (no inherited locks or threads); torch loads once per worker
-    return mp.get_context("spawn")
 
 
 def _log_run(out: Path, recipe: Recipe, state: str, ran: list, skipped: list, seconds: dict, wall: float,

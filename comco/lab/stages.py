@@ -109,16 +109,35 @@ def plan_config(config: dict):
 
 
 def render(config: dict, deps: dict, out: Path) -> dict:
-    from comco.data import Dataset
     from comco.render import RenderOptions, run_render
 
+    if config.get("shards"):  # the merge of a render made in shards (comco.lab.shards)
+        return _merge(config, deps, out)
     cfg = plan_config(config)
     workers = config["workers"] or (os.cpu_count() or 1)
     opts = RenderOptions(preset=config["preset"], device=config["device"], workers=workers,
-                         singles=config["singles"], threads=1 if config["preset"] == "draft" else 0)
+                         singles=config["singles"], threads=1 if config["preset"] == "draft" else 0,
+                         shard=tuple(config.get("shard", (0, 1))))
     summary = run_render(cfg, opts, out / DATA, resume=True, quiet=True)
+    return _render_summary(out, summary)
+
+
+def _merge(config: dict, deps: dict, out: Path) -> dict:
+    """`comco dataset merge` of the shard stages, into a fresh folder (a merge is redone whole)."""
+    from comco.data import merge_shards
+
+    shutil.rmtree(out / DATA, ignore_errors=True)
+    summary = merge_shards([deps[f"shard{i}"] / DATA for i in range(config["shards"])], out / DATA)
+    return _render_summary(out, summary)
+
+
+def _render_summary(out: Path, summary: dict) -> dict:
+    from comco.data import Dataset
+
     ds = Dataset(out / DATA)
-    return {"images": summary["images"], "singles": summary["singles"], "failed": len(summary["failures"]),
+    failed = summary["failures"]  # a render's list of failures, a merge's count
+    return {"images": summary["images"], "singles": summary["singles"],
+            "failed": failed if isinstance(failed, int) else len(failed),
             "config_hash": ds.info["config_hash"], "scenes_sha256": file_sha(out / DATA / "scenes.jsonl"),
             "object_set_hash": ds.info["object_set_hash"], "versions": _versions()}
 

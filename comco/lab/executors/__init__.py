@@ -1,0 +1,54 @@
+"""Where the lab's stages run: `local` (a process pool here), `node` (the GPUs of one
+machine), `slurm` (SLURM jobs through submitit) and `slurm-local` (submitit's local
+executor: the slurm path with jobs as processes here). One interface (base.Executor);
+submitit loads only for the slurm executors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from comco.errors import UserError
+
+EXECUTORS = ("local", "node", "slurm", "slurm-local")
+
+
+def make_executor(name: str, *, out: Path, settings: dict, jobs: int, gpus: int | None = None):
+    """The executor `name`, checked before anything is written: a missing submitit or sbatch,
+    or GPUs this machine does not have, is a UserError."""
+    if name not in EXECUTORS:
+        raise UserError(f"--executor {name}: use one of {', '.join(EXECUTORS)}")
+    if gpus is not None and gpus < 1:
+        raise UserError(f"--gpus {gpus}: give at least 1 (or leave it out)")
+    if name == "local":
+        if gpus is not None:
+            raise UserError("--gpus applies to --executor node (and to --dry-run); the local pool uses "
+                            "what the recipe's device says")
+        from comco.lab.executors.local import LocalExecutor
+
+        return LocalExecutor(jobs)
+    if name == "node":
+        from comco.lab.executors.node import NodeExecutor, node_devices
+
+        return NodeExecutor(out, node_devices(gpus, settings), os.cpu_count() or 1, jobs)
+    require_submitit(cluster=name == "slurm")
+    if gpus is not None:
+        raise UserError("--gpus applies to --executor node (and to --dry-run); SLURM jobs ask for the GPUs "
+                        "of [run.slurm] gpus")
+    from comco.lab.executors.slurm import SlurmExecutor
+
+    return SlurmExecutor(out, settings, cluster="slurm" if name == "slurm" else "local")
+
+
+def require_submitit(cluster: bool) -> None:
+    """submitit importable, and for a cluster the SLURM commands on PATH."""
+    try:
+        import submitit  # noqa: F401
+    except ImportError:
+        raise UserError("the slurm executors need submitit: pip install 'comco[cluster]'") from None
+    if cluster:
+        missing = [c for c in ("sbatch", "srun", "sacct", "scancel") if shutil.which(c) is None]
+        if missing:
+            raise UserError(f"--executor slurm: {', '.join(missing)} not on PATH (run the driver on a SLURM "
+                            "login node, or use --executor slurm-local to rehearse here)")

@@ -1,0 +1,130 @@
+"""`comco lab status OUT`: where every stage of a run stands.
+
+done (its stage.json holds the hash it has now), running (a process holds it: job id,
+node, minutes), queued (a job was submitted and has not started), failed (the last
+attempt's message and the end of its log) or left (nothing has started it). Job states
+come from `sacct` when the run's jobs are SLURM jobs and sacct is on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from comco.errors import UserError
+from comco.lab.executors.base import FAILED, LOGS, RUNNING
+from comco.lab.graph import build_stages
+from comco.lab.recipe import load_recipe
+from comco.lab.run import LAB_INFO, STAGE_INFO, is_done, stage_dir
+
+JOBS = "jobs.json"  # comco.lab.executors.slurm.JOBS (that module needs submitit)
+LIVE = ("PENDING", "RUNNING", "REQUEUED", "COMPLETING", "CONFIGURING", "RESIZING", "SUSPENDED")
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def sacct_states(job_ids: list[str]) -> dict[str, dict]:
+    """{job id: {"State", "NodeList"}} from one sacct call ({} without sacct)."""
+    if not job_ids or shutil.which("sacct") is None:
+        return {}
+    cmd = ["sacct", "-o", "JobID,State,NodeList", "--parsable2"]
+    for jid in sorted({j.split("_")[0] for j in job_ids}):
+        cmd += ["-j", jid]
+    try:
+        text = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    rows = [line.split("|") for line in text.splitlines() if line.strip()]
+    if not rows:
+        return {}
+    names = rows[0]
+    out = {}
+    for row in rows[1:]:
+        rec = dict(zip(names, row))
+        if "." not in rec.get("JobID", "."):
+            out[rec["JobID"]] = {"State": rec.get("State", "").split()[0] if rec.get("State") else "",
+                                 "NodeList": rec.get("NodeList", "")}
+    return out
+
+
+def _alive(running: dict, states: dict) -> bool:
+    job = running.get("job_id")
+    if job and job in states:
+        return states[job]["State"] in LIVE
+    if running.get("node") == socket.gethostname():
+        try:
+            os.kill(int(running["pid"]), 0)
+        except (OSError, ValueError, KeyError):
+            return False
+    return True  # another machine's process, no scheduler to ask: believe the file
+
+
+def stage_states(out: Path) -> list[dict]:
+    """Per stage: {"id", "kind", "state", and what the state has: job, node, minutes, message, log}."""
+    out = Path(out)
+    info = _read(out / LAB_INFO)
+    if info is None or not (out / "recipe.toml").is_file():
+        raise UserError(f"{out} holds no lab run (no {LAB_INFO}); give the --out of `comco lab run`")
+    stages = build_stages(load_recipe(out / "recipe.toml", info["scale"]))
+    registry = _read(out / JOBS) or {}
+    states = sacct_states([e["jobs"][-1] for e in registry.values() if e.get("jobs") and e.get("cluster") == "slurm"])
+    rows = []
+    for s in stages:
+        d = stage_dir(out, s)
+        row = {"id": s.id, "kind": s.kind}
+        entry = registry.get(s.id) if (registry.get(s.id) or {}).get("hash") == s.hash else None
+        job = entry["jobs"][-1] if entry and entry.get("jobs") else None
+        running = _read(d / LOGS / RUNNING)
+        failed = _read(d / LOGS / FAILED)
+        if is_done(out, s):
+            row.update(state="done", seconds=(_read(d / STAGE_INFO) or {}).get("seconds"))
+        elif running is not None and _alive(running, states):
+            jid = running.get("job_id") or job
+            node = states.get(jid, {}).get("NodeList") or running.get("node")  # the scheduler's name for it
+            row.update(state="running", job=jid, node=node,
+                       minutes=(time.time() - running.get("started", time.time())) / 60,
+                       devices=running.get("devices"))
+        elif failed is not None:
+            row.update(state="failed", job=job, message=failed.get("message"), log=failed.get("log_tail", []))
+        elif job is not None and states.get(job, {}).get("State", "PENDING") in LIVE:
+            row.update(state="queued", job=job)
+        else:
+            row.update(state="left", stale=(d / STAGE_INFO).is_file())
+        rows.append(row)
+    return rows
+
+
+def status_lines(out: Path, log_lines: int = 5) -> list[str]:
+    rows = stage_states(out)
+    width = max(len(r["id"]) for r in rows)
+    lines = []
+    for r in rows:
+        line = f"{r['id']:<{width}}  {r['state']:<8}"
+        if r["state"] == "done" and r.get("seconds") is not None:
+            line += f"  {r['seconds']:.1f} s"
+        elif r["state"] == "running":
+            where = ", ".join(x for x in (f"job {r['job']}" if r.get("job") else "", f"node {r['node']}",
+                                          f"GPU {r['devices']}" if r.get("devices") else "") if x)
+            line += f"  {where}, {r['minutes']:.1f} min"
+        elif r["state"] == "queued":
+            line += f"  job {r['job']}"
+        elif r["state"] == "failed":
+            line += f"  {r['message']}" + (f" (job {r['job']})" if r.get("job") else "")
+        elif r.get("stale"):
+            line += "  (finished at another hash: its settings, inputs or code changed since)"
+        lines.append(line.rstrip())
+        if r["state"] == "failed":
+            lines.extend(f"    | {text}" for text in r["log"][-log_lines:])
+    counts = {k: sum(r["state"] == k for r in rows) for k in ("done", "running", "queued", "failed", "left")}
+    lines.append(f"{len(rows)} stages: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    return lines
