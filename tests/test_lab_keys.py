@@ -27,7 +27,9 @@ from comco.lab.recipe import load_recipe
 ROOT = Path(__file__).resolve().parent
 RECIPE = ROOT.parent / "recipes" / "order-bias.toml"
 # [id, hash] of every stage per scale, recorded with the code before the keys were typed
-# (with the code digest replaced by "code-<kind>": the test is of the graph, not of the code)
+# (with the code digest replaced by "code-<kind>": the test is of the graph, not of the code); the
+# report stages' hashes were taken again when the recipe gained [run] executor, slurm and
+# render.shard_images (the report hashes the whole recipe; no other stage changed)
 RECORDED = json.loads((ROOT / "data" / "lab-stage-keys.json").read_text(encoding="utf-8"))
 
 
