@@ -14,7 +14,7 @@ from pathlib import Path
 
 from comco.errors import UserError
 from comco.io import read_json
-from comco.lab.report import t95
+from comco.lab.report.stats import t95
 
 
 def _line(points: list[tuple[float, float]]):
