@@ -106,6 +106,9 @@ def build_stages(recipe: Recipe) -> list[Stage]:
     model_size = {"tower": scratch["tower"], "width": scratch["width"], "layers": scratch["layers"],
                   "patch_size": scratch["patch_size"],
                   "context_length": scratch["context_length"], "resolution": render["resolution"]}
+    # issue 26's origins keys, only where the recipe sets them (the stage configs stay as they were)
+    model_size.update({k: scratch[k] for k in ("text_attention", "text_pool") if k in scratch})
+    trained_as = {k: scratch[k] for k in ("objective", "checkpoints") if k in scratch}
     probe_cfg = {"bootstrap": probe["bootstrap"], "seed": probe["seed"], "tor_templates": probe["tor_templates"],
                  "batch_size": probe["batch_size"], "device": device,
                  "tor_gallery": "names"}  # ComCO's bare-name gallery (part of the stage's hash: numbers differ)
@@ -159,7 +162,7 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                 stages.append(Stage(sid, "scratch", {
                     "seed": seed, "captions": scratch["captions"], "steps": scratch["steps"],
                     "batch_size": scratch["batch_size"], "lr": scratch["lr"], "warmup": scratch["warmup"],
-                    "weight_decay": scratch["weight_decay"], "device": device, **model_size},
+                    "weight_decay": scratch["weight_decay"], "device": device, **model_size, **trained_as},
                     {"data": f"captions-{oset}-{_p(p)}"}))
                 if "probe" in want:
                     deep = "analyses" in want and p == ft["order_bias"]

@@ -172,9 +172,15 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
     options = {"captions": config["captions"], "resolution": config["resolution"],
                "patch_size": config["patch_size"], "context_length": config["context_length"],
                "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers,
-               "vision_tower": config.get("tower", "vit")}
+               "vision_tower": config.get("tower", "vit"), **_origins(config)}
     return _train("scratch", out, deps["data"] / DATA, config, options, warmup=config["warmup"],
                   weight_decay=config["weight_decay"], workers=0)
+
+
+def _origins(config: dict) -> dict:
+    """The scratch options of issue 26's origins keys a stage config carries (text tower,
+    objective, saved checkpoints); none when the recipe leaves them out."""
+    return {k: config[k] for k in ("text_attention", "text_pool", "objective", "checkpoints") if k in config}
 
 
 def finetune(config: dict, deps: dict, out: Path) -> dict:
@@ -238,7 +244,7 @@ def _prior_model(config: dict, out: Path) -> Path:
     w, layers = p["width"], p["layers"]
     options = {"resolution": p["resolution"], "patch_size": p["patch_size"], "context_length": p["context_length"],
                "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers,
-               "vision_tower": p.get("tower", "vit")}
+               "vision_tower": p.get("tower", "vit"), **_origins(p)}
     return save_initial(out / "model.pt", p["seed"], options)
 
 
