@@ -11,6 +11,7 @@ TRAIN and TEST are a medium run's training renders (their own captions are the p
 and held-out test renders (with singles); `comco lab run` with the scale's stages cut to
 render gives both. Printed per saved step (JSON lines):
 - `gates`: set R@1, presence TOR and IOR as the lab's gates measure them;
+- `bias`: TOR first-mention share and IOR largest share (conditional, per object count);
 - `presence_tor`: the `and` captions against galleries of the bare names (the gate's; for the
   `and` template a 1-object caption is the bare name, so this is also "the query template"
   and "names as seen in 1-object training captions"), of the names written with the
@@ -71,6 +72,7 @@ def diagnose(model_path: Path, test, train_records: list[dict], alone: dict[str,
     from comco.models import load_model
     from comco.probes import Embedder, gate_figures
     from comco.probes import texts as T
+    from comco.probes.development import development_point
     from comco.probes.retrieval import cosine
 
     emb = Embedder(load_model(f"ckpt:{model_path}", None, "cpu"), cache_dir=None, batch_size=256)
@@ -78,6 +80,8 @@ def diagnose(model_path: Path, test, train_records: list[dict], alone: dict[str,
     book = T.template_book(test.info)
     figs = gate_figures(test, emb, "and", n_boot=0, seed=0)
     out: dict = {"gates": {k: round(figs[k]["acc"], 3) for k in ("set R@1", "presence TOR", "presence IOR")}}
+    point = development_point(test, emb, "and")
+    out["bias"] = {k: round(v, 3) for k, v in point.items() if k.startswith(("TOR", "IOR"))}
 
     caps, present, count = [], [], []
     for r in test.records:

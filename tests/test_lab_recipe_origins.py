@@ -39,6 +39,8 @@ def test_the_keys_reach_the_scratch_stages_and_the_priors():
     assert scratch.config["checkpoints"] == 8
     prior = next(s for s in stages if s.id.startswith("probe-prior-"))
     assert prior.config["prior"]["text_attention"] == "bidirectional"
+    probe = next(s for s in stages if s.id == f"probe-{scratch.id}")
+    assert probe.config["development"] is True and "development" not in prior.config
 
 
 def test_a_simcse_recipe_with_its_gate_parses():
@@ -48,6 +50,8 @@ def test_a_simcse_recipe_with_its_gate_parses():
     recipe = parse_recipe(source, "full")
     assert recipe.settings["scratch"]["objective"] == "simcse"
     assert recipe.settings["gates"]["caption_r1"] == 0.5
+    probes = [s for s in build_stages(recipe) if s.kind == "probe" and "prior" not in s.config]
+    assert probes and all(s.config["text_only"] for s in probes)  # their caption-to-caption gate is measured
 
 
 @pytest.mark.parametrize("scratch,probe,gates,named", [

@@ -216,3 +216,14 @@ def test_a_run_saves_its_snapshots_and_each_is_the_model_at_that_step(tiny_datas
     # a run without the option saves none
     run_training(cfg(tmp_path / "none", 3))
     assert list_snapshots(tmp_path / "none") == []
+
+
+def test_a_development_point_reads_the_biases_and_the_gates(tiny_dataset, tmp_path):
+    from comco.models import load_model
+    from comco.probes import Embedder, development_point, open_dataset
+    from comco.train import save_initial
+
+    path = save_initial(tmp_path / "m.pt", 0, dict(TINY))
+    point = development_point(open_dataset(tiny_dataset), Embedder(load_model(f"ckpt:{path}"), cache_dir=None))
+    assert {"TOR first, 2 objects", "TOR first, 3 objects", "set R@1", "presence TOR"} <= set(point)
+    assert all(0 <= v <= 1 for k, v in point.items() if v == v), point  # NaN only where no query qualifies

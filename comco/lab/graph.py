@@ -167,7 +167,9 @@ def build_stages(recipe: Recipe) -> list[Stage]:
                 if "probe" in want:
                     deep = "analyses" in want and p == ft["order_bias"]
                     stages.append(Stage(f"probe-{sid}", "probe", {
-                        **probe_cfg, "summary": deep, "analyses": probe["analyses"] if deep else []},
+                        **probe_cfg, "summary": deep, "analyses": probe["analyses"] if deep else [],
+                        **({"development": True} if probe.get("development") else {}),
+                        **({"text_only": True} if scratch.get("objective") == "simcse" else {})},
                         {"model": sid, "test": test_id, "gate": f"captions-test-{oset}-{_p(p)}"}))
         if "finetune" in want:
             for v in ft["variants"]:

@@ -297,6 +297,20 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
                        gate_figures(d, emb, config["tor_templates"][0], **kw).items()}
     res["gates"] = gates(gate_data)
     res["gates_balanced"] = gates(data) if gate_data is not data else res["gates"]
+    if config.get("text_only"):  # a text tower trained without images: its own competence gate
+        from comco.probes import caption_retrieval
+
+        res["gates"]["caption R@1"] = _stat({**caption_retrieval(gate_data, emb, config["tor_templates"][0], **kw),
+                                             "role": "caption R@1"})
+    if config.get("development"):  # every checkpoint the scratch run saved, the untrained one first
+        from comco.probes import development_point
+        from comco.train import list_snapshots
+
+        res["development"] = [
+            {"step": step, **development_point(data, Embedder(load_model(f"ckpt:{path}", None, device), cache_dir=None,
+                                                              batch_size=config["batch_size"]),
+                                               config["tor_templates"][0], seed=config["seed"])}
+            for step, path in list_snapshots(deps["model"])]
     res["ior_present"] = {str(g["n_objects"]): [_stat(s) for s in g["metrics"]["present_only"]]
                           for g in ior_present_only(data, emb, **kw)}
     if config["summary"]:
