@@ -25,7 +25,11 @@ render gives both. Printed per saved step (JSON lines):
   false alarms and its solo count;
 - `singles`: each single-object render against the bare names (does the model know each
   name alone?), and each bare name's nearest other name being itself by construction skipped;
-- `train_presence`: presence TOR on training captions of 2-4 objects (in distribution).
+- `train_presence`: presence TOR on training captions of 2-4 objects (in distribution);
+- `lookalikes`: of the failures, how close the wrongly retrieved name is to the nearest named
+  object (name vectors and single renders) against a random absent name, and the most
+  frequent (named, retrieved instead) pairs; `presence_tor` also gives the presence of an
+  ideal additive caption (the mean of its own names' vectors).
 """
 
 from __future__ import annotations
@@ -68,6 +72,43 @@ def _spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+def lookalikes(sim: np.ndarray, present: list[set[int]], bare: np.ndarray, emb, test, index) -> dict:
+    """Of the presence failures: how similar the wrongly retrieved name is to the most similar
+    object the caption does name (between names, and between their single renders), against a
+    random absent name; and the caption's similarity to its best present name and to the winner."""
+    from comco.probes.retrieval import cosine
+
+    top = sim.argmax(1)
+    fail = [i for i in range(len(top)) if int(top[i]) not in present[i]]
+    if not fail:
+        return {}
+    rng = np.random.default_rng(0)
+    absent = [int(rng.choice([k for k in range(len(bare)) if k not in present[i]])) for i in fail]
+    names_cos = cosine(bare, bare)
+    out = {"failures": len(fail),
+           "name cos to nearest present: winner / random absent": [
+               round(float(np.mean([max(names_cos[top[i], j] for j in present[i]) for i in fail])), 3),
+               round(float(np.mean([max(names_cos[a, j] for j in present[i]) for i, a in zip(fail, absent)])), 3)],
+           "caption cos: best present / winner": [
+               round(float(np.mean([max(sim[i, j] for j in present[i]) for i in fail])), 3),
+               round(float(np.mean([sim[i, top[i]] for i in fail])), 3)],
+           "mean name-name cos (off-diagonal)": round(float(names_cos[~np.eye(len(bare), dtype=bool)].mean()), 3)}
+    if test.singles:
+        singles = emb.images([test.image_path(s) for s in test.singles])
+        rows = np.zeros((len(bare), singles.shape[1]))
+        rows[[index[s["objects"][0]["name"]] for s in test.singles]] = singles
+        renders = cosine(rows, rows)
+        out["render cos to nearest present: winner / random absent"] = [
+            round(float(np.mean([max(renders[top[i], j] for j in present[i]) for i in fail])), 3),
+            round(float(np.mean([max(renders[a, j] for j in present[i]) for i, a in zip(fail, absent)])), 3)]
+    pairs = Counter()
+    for i in fail:
+        j = max(present[i], key=lambda k: names_cos[top[i], k])
+        pairs[(test.names[j], test.names[int(top[i])])] += 1
+    out["most frequent (named, retrieved instead)"] = [[a, b, c] for (a, b), c in pairs.most_common(8)]
+    return out
+
+
 def diagnose(model_path: Path, test, train_records: list[dict], alone: dict[str, int]) -> dict:
     from comco.models import load_model
     from comco.probes import Embedder, gate_figures
@@ -102,6 +143,12 @@ def diagnose(model_path: Path, test, train_records: list[dict], alone: dict[str,
                            "centred": round(_presence(cosine(_centred(q), _centred(bare)), present), 3),
                            "best present rank (median, 90th pct)": [float(np.median(best_rank)),
                                                                      float(np.percentile(best_rank, 90))]}
+    # an ideal additive caption: the normalised mean of its own names' vectors. If it fails
+    # presence too, the names' geometry (lookalikes close together), not the caption encoding, sets it
+    mix = np.stack([bare[sorted(p)].mean(0) for p in present])
+    mix /= np.linalg.norm(mix, axis=1, keepdims=True)
+    out["presence_tor"]["mean of its own names (additive caption)"] = round(_presence(cosine(mix, bare), present), 3)
+    out["lookalikes"] = lookalikes(sim, present, bare, emb, test, index)
     count = np.array(count)
     hit = np.array([int(t) in p for t, p in zip(sim.argmax(1), present, strict=True)])
     out["by_count"] = {str(n): round(float(hit[count == n].mean()), 3) for n in sorted(set(count))}
