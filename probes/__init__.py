@@ -10,5 +10,6 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "sensitivity": "sensitivity", "tor_summary": "sensitivity",
     "name_list": "texts", "check_gallery": "tor",
     "MAX_BOOTSTRAP": "stats",
+    "caption_retrieval": "caption_retrieval", "development_point": "development",
     "GATE_FIGURES": "gates", "gate_figures": "gates", "gate_passes": "gates", "ior_present_only": "gates",
 })

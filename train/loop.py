@@ -100,6 +100,9 @@ class Trainer:
         self.amp_dtype = autocast_dtype(cfg.precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.step = 0
+        from comco.train.snapshots import snapshot_steps
+
+        self.snapshot_steps = set(snapshot_steps(self.total_steps, int(cfg.options.get("checkpoints", 0))))
 
     # ---------------------------------------------------------------- state
     def state(self) -> dict:
@@ -125,6 +128,19 @@ class Trainer:
         extra = {**payload.get("extra", {}), **self.state()}
         return save_checkpoint(self.out / name, kind=payload["kind"], model=payload["model"],
                                model_spec=payload["model_spec"], extra=extra)
+
+    def save_snapshot(self) -> None:
+        """The weights at this step, when it is one of the run's snapshot steps (comco.train.snapshots)."""
+        if self.step not in self.snapshot_steps or not distributed.is_main():
+            return
+        from comco.models import save_checkpoint
+        from comco.train.snapshots import snapshot_path
+
+        payload = self.task.checkpoint_payload()
+        extra = {**payload.get("extra", {}), "config": self.cfg.to_dict(), "step": self.step,
+                 "total_steps": self.total_steps, "snapshot": True}
+        save_checkpoint(snapshot_path(self.out, self.step), kind=payload["kind"], model=payload["model"],
+                        model_spec=payload["model_spec"], extra=extra)
 
     def resume(self, path: str | Path) -> None:
         from comco.models import load_checkpoint
@@ -220,6 +236,8 @@ class Trainer:
         plan = (mb for s in range(self.step, stop) for mb in plan_micro_batches(self.cfg, s, n))
         batches = iter(self.task.batches(plan))
         last: dict = {}
+        if self.step == 0:
+            self.save_snapshot()  # the untrained point of the development curves
         show = distributed.is_main() and not self.cfg.quiet
         try:
             with (
@@ -232,6 +250,7 @@ class Trainer:
                         log.write(json.dumps({**last, "time": time.time()}) + "\n")
                         log.flush()
                     bar.set(self.step, f"loss {last['loss']:.4f}  {last['samples_per_s']:.1f} samples/s")
+                    self.save_snapshot()
                     if self.step % self.cfg.checkpoint_every == 0 and self.step < self.total_steps:
                         self.save(CHECKPOINT_NAME)
         except KeyboardInterrupt:

@@ -4,6 +4,12 @@ The lab's instrument: the caption distribution a dataset was planned with (for
 example --order-bias p) is the variable, so this only reads images and captions.
 Sized for CPUs: a 64 px ViT with 8 px patches and a 4-layer text transformer; most
 of the ~8 M parameters are the 49408-token embedding table, which costs little.
+
+Three options make the origins of the text-side bias lab variables: `text_attention`
+("causal", open_clip's; "bidirectional" with `text_pool` "mean" or "first", see
+comco.models.text_towers), `objective` ("clip", the contrastive image-text loss; "simcse",
+the text tower alone on the same captions, see comco.train.simcse) and `checkpoints`
+(N > 0: the weights at step 0 and at N steps spread over the run, see comco.train.snapshots).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from comco.train.data import TrainData
 from comco.train.images import OPENAI_MEAN, OPENAI_STD, CachedImages, MicroBatches, iterate
 from comco.train.losses import contrastive_loss
 from comco.train.samplers import sample_rng
+from comco.train.simcse import OBJECTIVES, add_text_dropout, simcse_loss
 from comco.train.task import decay_groups
 
 SCRATCH_NAME = "comco-scratch"
@@ -66,20 +73,29 @@ def scratch_cfg(resolution: int = 64, patch_size: int = 8, vision_width: int = 1
     }
 
 
-def initial_module(seed: int, options: dict):
-    """(open_clip config, module) with the initial weights of a scratch run of this seed."""
-    import open_clip
+def model_spec_of(options: dict) -> dict:
+    """The checkpoint's model_spec for these options: the open_clip config, and the text
+    tower's attention when it is not open_clip's causal one (comco.models.text_towers)."""
+    from comco.models.text_towers import text_tower_spec
 
     model_cfg = scratch_cfg(**{k: options.get(k, v) for k, v in SIZE.items()})
+    spec = {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": model_cfg,
+            "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
+    tower = text_tower_spec(options.get("text_attention", "causal"), options.get("text_pool"))
+    if tower:
+        spec["text_tower"] = tower
+    return spec
+
+
+def initial_module(seed: int, options: dict):
+    """(model_spec, module) with the initial weights of a scratch run of this seed."""
+    from comco.models import build_open_clip
+
+    spec = model_spec_of(options)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # the initial weights are part of the seeded run
-        module = open_clip.CLIP(**model_cfg)
-    return model_cfg, module
-
-
-def _spec(model_cfg: dict) -> dict:
-    return {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": model_cfg,
-            "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
+        module, _, _ = build_open_clip(spec)
+    return spec, module
 
 
 def save_initial(path: Path, seed: int, options: dict) -> Path:
@@ -87,9 +103,13 @@ def save_initial(path: Path, seed: int, options: dict) -> Path:
     architecture's own prior, probed beside the trained models."""
     from comco.models import save_checkpoint
 
-    model_cfg, module = initial_module(seed, options)
-    return save_checkpoint(path, kind="scratch", model=module, model_spec=_spec(model_cfg),
+    spec, module = initial_module(seed, options)
+    return save_checkpoint(path, kind="scratch", model=module, model_spec=spec,
                            extra={"initial": True, "seed": seed})
+
+
+def _no_images(indices: list[int]) -> torch.Tensor:
+    return torch.empty(len(indices), 0)
 
 
 class ScratchTask:
@@ -104,8 +124,15 @@ class ScratchTask:
         self.cfg = cfg
         self.samples = data.samples
         size = {k: cfg.options.get(k, v) for k, v in SIZE.items()}
-        self.model_cfg, self.module = initial_module(cfg.seed, cfg.options)
+        self.model_spec, self.module = initial_module(cfg.seed, cfg.options)
         self.tokenizer = open_clip.SimpleTokenizer(context_length=size["context_length"])
+        self.objective = cfg.options.get("objective", "clip")
+        if self.objective not in OBJECTIVES:
+            raise UserError(f"objective '{self.objective}': use one of {', '.join(OBJECTIVES)}")
+        if self.objective == "simcse":
+            add_text_dropout(self.module)
+            self.images = _no_images  # the captions alone: no image is decoded
+            return
         cache = Path(cache_dir) if cache_dir else Path(cfg.out) / "cache"
         self.images = CachedImages.build([s.image for s in self.samples], size["resolution"], cache,
                                          threads=max(2, cfg.workers))  # decoding threads
@@ -135,6 +162,8 @@ class ScratchTask:
         return 2 if resolve_device(self.cfg.device).startswith("cuda") else 0
 
     def loss(self, module, batch):
+        if self.objective == "simcse":
+            return simcse_loss(module, batch.tensors["text"])
         image, text, scale = clip_features(module, batch.tensors["image"], batch.tensors["text"])
         loss = contrastive_loss(image, text, scale, self.cfg.label_smoothing)
         return loss, {"logit_scale": float(scale.detach())}
@@ -146,7 +175,7 @@ class ScratchTask:
         return decay_groups(self.module, weight_decay)
 
     def checkpoint_payload(self) -> dict:
-        return {"kind": self.kind, "model": self.module, "model_spec": _spec(self.model_cfg), "extra": {}}
+        return {"kind": self.kind, "model": self.module, "model_spec": self.model_spec, "extra": {}}
 
     def load_state(self, checkpoint: dict) -> None:
         self.module.load_state_dict(checkpoint["state_dict"])

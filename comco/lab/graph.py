@@ -195,6 +195,9 @@ class _Parts:
         self.model_size = {"tower": sc["tower"], "width": sc["width"], "layers": sc["layers"],
                            "patch_size": sc["patch_size"], "context_length": sc["context_length"],
                            "resolution": render["resolution"]}
+        # issue 26's origins keys, only where the recipe sets them (the stage configs stay as they were)
+        self.model_size.update({k: sc[k] for k in ("text_attention", "text_pool") if k in sc})
+        self.trained_as = {k: sc[k] for k in ("objective", "checkpoints") if k in sc}
         self.probe_cfg = {"bootstrap": probe["bootstrap"], "seed": probe["seed"],
                           "tor_templates": probe["tor_templates"], "batch_size": probe["batch_size"],
                           "device": self.device,
@@ -240,8 +243,8 @@ class _Parts:
                        test=render_key("test", self.oset))
                 for seed in self.sc["seeds"]]
 
-    def _probe(self, model: StageKey, p: float, summary: bool, analyses: list) -> Stage:
-        return _stage(probe_key(model), {**self.probe_cfg, "summary": summary, "analyses": analyses},
+    def _probe(self, model: StageKey, p: float, summary: bool, analyses: list, **extra) -> Stage:
+        return _stage(probe_key(model), {**self.probe_cfg, "summary": summary, "analyses": analyses, **extra},
                       model=model, test=render_key("test", self.oset), gate=captions_key("test", self.oset, p))
 
     def _train_cfg(self, seed: int) -> dict:
@@ -255,11 +258,13 @@ class _Parts:
             for seed in self.sc["seeds"]:
                 key = scratch_key(self.oset, p, seed)
                 out.append(_stage(key, {**self._train_cfg(seed), "captions": self.sc["captions"],
-                                        "steps": self.sc["steps"]},
+                                        "steps": self.sc["steps"], **self.trained_as},
                                   data=captions_key("train", self.oset, p)))
                 if probes:
                     deep = analyses and p == self.ft["order_bias"]
-                    out.append(self._probe(key, p, deep, self.probe["analyses"] if deep else []))
+                    out.append(self._probe(key, p, deep, self.probe["analyses"] if deep else [],
+                                           **({"development": True} if self.probe.get("development") else {}),
+                                           **({"text_only": True} if self.sc.get("objective") == "simcse" else {})))
         return out
 
     def finetunes(self, probes: bool, analyses: bool) -> list[Stage]:

@@ -253,6 +253,30 @@ SCHEMA: dict[str, dict[str, Callable]] = {
               "presence_tor": _float(0.0, 1.0), "presence_ior": _float(0.0, 1.0), "keep": _float(0.0, 1.0),
               "colour_probe": _float(0.0, 1.0), "min_passing": _int(2)},
 }
+# Keys a recipe may leave out, with the value they then have, never filled into the settings
+# (unlike OPTIONAL's): the origins variables of issue 26 (the text tower's attention, the
+# training objective, weights saved along the run). Left out, a stage's configuration and
+# hash are what they were before these keys.
+ORIGINS = {
+    "scratch": {"text_attention": "causal", "text_pool": None, "objective": "clip", "checkpoints": 0},
+    "probe": {"development": False},
+    "gates": {"caption_r1": None},
+}
+SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional")),
+                          "text_pool": _choice(("mean", "first")), "objective": _choice(("clip", "simcse")),
+                          "checkpoints": _int(0, 1000)})
+SCHEMA["probe"]["development"] = _bool()  # probe every saved checkpoint of every scratch model
+SCHEMA["gates"]["caption_r1"] = _float(0.0, 1.0)  # caption-to-caption set R@1 (comco.probes.caption_retrieval)
+# the gates of a text tower trained without images (scratch.objective = "simcse"): its image
+# tower is its untrained one, so only the text-side figures can gate it
+TEXT_ONLY_GATES = {"presence_tor": "presence TOR", "caption_r1": "caption R@1"}
+
+
+def optional(settings: dict, section: str, key: str):
+    """A key of ORIGINS as the recipe gives it, or its default."""
+    return settings[section].get(key, ORIGINS[section][key])
+
+
 # recipe key -> the figure of comco.probes.gates it bounds
 GATE_KEYS = {"set_r1": "set R@1", "swap_largest": "swap largest", "swap_small": "swap small",
              "presence_tor": "presence TOR", "presence_ior": "presence IOR", "keep": "Keep"}
@@ -298,7 +322,7 @@ def _check_section(where: str, raw: Any, *, partial: bool) -> dict:
             raise UserError(f"unknown recipe key '{where}.{key}'; known in [{section}]: {', '.join(spec)}")
     if not partial:
         missing = [k for k in spec if k not in raw and k not in plan_keys.optional(section)
-                   and k not in OPTIONAL.get(section, {})]
+                   and k not in OPTIONAL.get(section, {}) and k not in ORIGINS.get(section, {})]
         if missing:
             raise UserError(f"recipe key '{where}.{missing[0]}' is missing")
         raw = {**OPTIONAL.get(section, {}), **raw}
@@ -353,7 +377,30 @@ def parse_recipe(text: str, scale: str, path: str = "<recipe>") -> Recipe:
     return Recipe(top["name"], top["description"], scale, tuple(top["stages"]), settings, text, path)
 
 
+def _check_origins(s: dict, stages: list[str]) -> None:
+    """The origins keys (ORIGINS) fit together: a pooling only where it is a choice, an
+    objective with its gate, development probing only of models that save checkpoints."""
+    attention, pool = optional(s, "scratch", "text_attention"), optional(s, "scratch", "text_pool")
+    if attention == "bidirectional" and pool is None:
+        raise UserError("recipe key 'scratch.text_pool' is missing: a bidirectional text tower pools by "
+                        "'mean' (over the real tokens) or 'first' (the start-of-text token)")
+    if attention == "causal" and pool is not None:
+        raise UserError(f"recipe key 'scratch.text_pool' = {pool!r}: a causal text tower pools at the "
+                        "end-of-text token; set scratch.text_attention = \"bidirectional\" or drop it")
+    if optional(s, "scratch", "objective") == "simcse":
+        if optional(s, "gates", "caption_r1") is None:
+            raise UserError("recipe key 'gates.caption_r1' is missing: scratch.objective = \"simcse\" trains "
+                            "the text tower alone, gated on presence TOR and caption-to-caption R@1; set it")
+        if {"finetune", "labclip"} & set(stages):
+            raise UserError("recipe key 'scratch.objective' = 'simcse': its models have no trained image tower "
+                            "to fine-tune or align; drop the finetune and labclip stages")
+    if optional(s, "probe", "development") and optional(s, "scratch", "checkpoints") == 0:
+        raise UserError("recipe key 'probe.development' = true: the scratch models save no checkpoints to "
+                        "probe; set scratch.checkpoints (e.g. 8)")
+
+
 def _check_consistency(s: dict, stages: list[str]) -> None:
+    _check_origins(s, stages)
     for stage in stages:
         for need in STAGE_NEEDS.get(stage, ()):
             if need not in stages:

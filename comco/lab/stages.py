@@ -222,9 +222,15 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
     options = {"captions": config["captions"], "resolution": config["resolution"],
                "patch_size": config["patch_size"], "context_length": config["context_length"],
                "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers,
-               "vision_tower": config.get("tower", "vit")}
+               "vision_tower": config.get("tower", "vit"), **_origins(config)}
     return _train("scratch", out, deps["data"] / DATA, config, options, warmup=config["warmup"],
                   weight_decay=config["weight_decay"], workers=0)
+
+
+def _origins(config: dict) -> dict:
+    """The scratch options of issue 26's origins keys a stage config carries (text tower,
+    objective, saved checkpoints); none when the recipe leaves them out."""
+    return {k: config[k] for k in ("text_attention", "text_pool", "objective", "checkpoints") if k in config}
 
 
 def finetune(config: dict, deps: dict, out: Path) -> dict:
@@ -288,7 +294,7 @@ def _prior_model(config: dict, out: Path) -> Path:
     w, layers = p["width"], p["layers"]
     options = {"resolution": p["resolution"], "patch_size": p["patch_size"], "context_length": p["context_length"],
                "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": layers, "text_layers": layers,
-               "vision_tower": p.get("tower", "vit")}
+               "vision_tower": p.get("tower", "vit"), **_origins(p)}
     return save_initial(out / "model.pt", p["seed"], options)
 
 
@@ -341,6 +347,20 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
                        gate_figures(d, emb, config["tor_templates"][0], **kw).items()}
     res["gates"] = gates(gate_data)
     res["gates_balanced"] = gates(data) if gate_data is not data else res["gates"]
+    if config.get("text_only"):  # a text tower trained without images: its own competence gate
+        from comco.probes import caption_retrieval
+
+        res["gates"]["caption R@1"] = _stat({**caption_retrieval(gate_data, emb, config["tor_templates"][0], **kw),
+                                             "role": "caption R@1"})
+    if config.get("development"):  # every checkpoint the scratch run saved, the untrained one first
+        from comco.probes import development_point
+        from comco.train import list_snapshots
+
+        res["development"] = [
+            {"step": step, **development_point(data, Embedder(load_model(f"ckpt:{path}", None, device), cache_dir=None,
+                                                              batch_size=config["batch_size"]),
+                                               config["tor_templates"][0], seed=config["seed"])}
+            for step, path in list_snapshots(deps["model"])]
     res["ior_present"] = {str(g["n_objects"]): [_stat(s) for s in g["metrics"]["present_only"]]
                           for g in ior_present_only(data, emb, **kw)}
     if config["summary"]:

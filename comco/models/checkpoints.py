@@ -97,6 +97,14 @@ def build_open_clip(model_spec: dict, context_length: int | None = None):
     if "hf_model_name" in cfg.get("text_cfg", {}):  # the weights come from the checkpoint, never the hub
         cfg["text_cfg"]["hf_model_pretrained"] = False
     custom = cfg.pop("custom_text", False) or "hf_model_name" in cfg.get("text_cfg", {})
+    tower = model_spec.get("text_tower")
+    if tower and not custom:  # a bidirectional text tower (comco.models.text_towers)
+        from comco.models.text_towers import bidirectional_clip, text_tower_spec
+
+        if not isinstance(tower, dict):
+            raise UserError(f"damaged comco model_spec: text_tower {tower!r} is not a table")
+        text_tower_spec(tower.get("attention"), tower.get("pool"))  # a damaged entry fails in one line
+        return bidirectional_clip(cfg, tower["pool"]), name, cfg
     cls = open_clip.CustomTextCLIP if custom else open_clip.CLIP
     return cls(**cfg), name, cfg
 
