@@ -76,7 +76,7 @@ def scratch_cfg(resolution: int = 64, patch_size: int = 8, vision_width: int = 1
 def model_spec_of(options: dict) -> dict:
     """The checkpoint's model_spec for these options: the open_clip config, and the text
     tower's attention when it is not open_clip's causal one (comco.models.text_towers)."""
-    from comco.models.text_towers import text_tower_spec
+    from comco.models import text_tower_spec
 
     model_cfg = scratch_cfg(**{k: options.get(k, v) for k, v in SIZE.items()})
     spec = {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": model_cfg,

@@ -18,6 +18,8 @@ from pathlib import Path
 from comco import __version__
 from comco.lab.keys import (
     CAPTION_ROLES,
+    COLOUR_BASE_SEED_OFFSET,
+    COLOUR_MAP_SEED_OFFSET,
     REPORT,
     StageKey,
     captions_key,
@@ -144,11 +146,6 @@ def stage_hash(stage: Stage, dep_hashes: dict[str, str]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-# Seeds the graph derives from data.seed, so that no two renders share a stream: the
-# LABCLIP base's colour images and the map's (primes, far from the data and test seeds).
-COLOUR_BASE_SEED_OFFSET = 7907
-COLOUR_MAP_SEED_OFFSET = 7919
-DERIVED_SEED_OFFSETS = {"colors-train": COLOUR_BASE_SEED_OFFSET, "colors": COLOUR_MAP_SEED_OFFSET}
 
 
 def build_stages(recipe: Recipe) -> Stages:

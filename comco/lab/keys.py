@@ -23,6 +23,11 @@ STAGES = "stages"  # OUT/stages/<id>/
 # render roles: the training images, the held-out test images (with singles), and the
 # LABCLIP base's and the map's colour images
 RENDER_ROLES = ("train", "test", "colors-train", "colors")
+# Seeds the graph derives from data.seed, so that no two renders share a stream: the
+# LABCLIP base's colour images and the map's (primes, far from the data and test seeds).
+COLOUR_BASE_SEED_OFFSET = 7907
+COLOUR_MAP_SEED_OFFSET = 7919
+DERIVED_SEED_OFFSETS = {"colors-train": COLOUR_BASE_SEED_OFFSET, "colors": COLOUR_MAP_SEED_OFFSET}
 # captions roles: which render they re-caption (the colour base's captions come from colors-train)
 CAPTION_ROLES = {"train": "train", "test": "test", "colors": "colors-train"}
 

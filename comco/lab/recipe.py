@@ -441,7 +441,7 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
 def _check_sizes(s: dict, stages: list[str]) -> None:
     """Values that are fine alone but not together: objects per scene against the set's
     size, batches against the images they are drawn from, seeds the graph derives."""
-    from comco.lab.graph import DERIVED_SEED_OFFSETS
+    from comco.lab.keys import DERIVED_SEED_OFFSETS
     from comco.manifest import load_object_set
 
     data, lab = s["data"], s["labclip"]

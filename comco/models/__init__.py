@@ -9,5 +9,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "ModelRef": "ref", "pair_models": "ref", "save_checkpoint": "checkpoints", "load_checkpoint": "checkpoints",
     "build_open_clip": "checkpoints", "check_device": "factory",
     "default_device": "factory", "SELF_CONTAINED": "ref",
-    "padding_is_inert": "openclip", "encode_text_trimmed": "openclip",
+    "padding_is_inert": "openclip", "encode_text_trimmed": "openclip", "text_tower_spec": "text_towers",
 })
