@@ -8,6 +8,7 @@ so every executor gives the same files and numbers.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,7 +49,7 @@ class StageFailed(RuntimeError):
     """A stage's job failed: the message names it and quotes the end of its log."""
 
 
-class Executor:
+class Executor(ABC):
     """Where stages run. Subclasses: local (a process pool), node (GPUs of one machine),
     slurm (jobs through submitit)."""
 
@@ -66,27 +67,29 @@ class Executor:
         """How stages run, for the run's first line."""
         return f"{jobs} at a time, {threads} thread(s) each"
 
+    @abstractmethod
     def free(self) -> int:
         """How many more stages may start now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def busy(self) -> int:
         """How many stages are in flight."""
-        raise NotImplementedError
 
+    @abstractmethod
     def start(self, calls: list[StageCall]) -> None:
         """Start these stages (all ready, at most free() of them)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def wait(self) -> list[Outcome]:
         """Block until at least one stage in flight has ended; those that did."""
-        raise NotImplementedError
 
     def abort(self) -> None:
         """The driver is stopping on an error or an interrupt: stop what this executor owns."""
+        return None  # a hook: an executor that owns nothing has nothing to stop
 
     def close(self) -> None:
         """The run is over (normally or not): release pools and files."""
+        return None  # a hook: nothing held by default
 
 
 def log_tail(path: Path, lines: int = 12) -> list[str]:
