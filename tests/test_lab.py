@@ -154,6 +154,7 @@ def test_an_unfinished_stage_is_redone_alone(run_dir):
     assert (victim / "model.pt").read_bytes() == before  # same seed, same weights
 
 
+@pytest.mark.slow  # two more smoke runs (about 2 min); tests/test_lab_keys.py checks which hashes a setting moves
 def test_changing_one_training_setting_reruns_training_and_what_follows_and_the_seed_fixes_the_numbers(
         run_dir, tmp_path):
     out, first = run_dir

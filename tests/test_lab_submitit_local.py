@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.labrun import lab, stage_hashes
 
-pytestmark = [pytest.mark.bpy, pytest.mark.torch]
+pytestmark = [pytest.mark.bpy, pytest.mark.torch, pytest.mark.slow]  # two lab runs, about 2 min quiet
 
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "order-bias.toml"
 
