@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from comco.io import write_json, write_text
+from comco.io import write_json, write_jsonl, write_text
 from comco.probes.report import (
     ALL_COUNTS,
     PROBE_NOTES,
@@ -34,6 +34,7 @@ from comco.probes.report import tables as probe_tables
 from comco.report.document import Doc
 from comco.report.published import COMCO, published_biases, published_model
 
+ANSWERS = "answers.jsonl"  # a generative VLM's answers (image, prompt, raw answer, parsed names)
 HEADLINE_COUNT = 4  # the published rows' object count: the headline uses it where the data has it
 HEADLINE_TEMPLATE = "and"  # ComCO's "X and Y and Z" captions, when the run has them
 
@@ -285,6 +286,11 @@ def write_reports(out: Path, results: dict, plots: bool = True) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json"]
+    answers = results.get("answers")
+    if answers is not None:  # a VLM's every answer, one JSON line each, beside the tables
+        written.append(out / ANSWERS)
+        write_jsonl(written[-1], answers)
+        results = {**{k: v for k, v in results.items() if k != "answers"}, "answers": ANSWERS}
     write_json(written[0], results, indent=1, sort_keys=False, default=_jsonable, allow_nan=True)
     tabs, figures = probe_tables(results), {}
     for probe, probe_tabs in tabs.items():
