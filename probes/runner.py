@@ -260,14 +260,14 @@ def _generative_options(models: list, opts: ProbeOptions):
         if opts.vlm_prompts is not None:
             raise UserError("--vlm-prompts is for generative VLMs (--model vlm:DIR)")
         return opts, None
-    from comco.models.vlm import PROBES_HINT
+    from comco.models import VLM_PROBES_HINT
     from comco.probes.mention import load_prompts
 
     if opts.text_only:
         raise UserError(f"{generative[0]} is a generative VLM and --text-only embeds captions without images; "
-                        f"{PROBES_HINT}")
+                        f"{VLM_PROBES_HINT}")
     if bad := [p for p in opts.probes or [] if p not in VLM_PROBES]:
-        raise UserError(f"{generative[0]} is a generative VLM and cannot run {', '.join(bad)}; {PROBES_HINT}")
+        raise UserError(f"{generative[0]} is a generative VLM and cannot run {', '.join(bad)}; {VLM_PROBES_HINT}")
     prompts = load_prompts(opts.vlm_prompts)
     return (opts if opts.probes else dataclasses.replace(opts, probes=list(VLM_PROBES))), prompts
 

@@ -72,10 +72,10 @@ def load_model(name: str, pretrained: str | None = None, device: str = "cpu",
     if prefix == "ckpt":
         return load_ckpt(Path(rest).expanduser(), device)
     if prefix == "vlm":
-        from comco.models.vlm import PROBES_HINT
+        from comco.models.vlm import VLM_PROBES_HINT
 
         raise UserError(f"{name} is a generative VLM and embeds nothing: this needs an embedding model "
-                        f"({PROBES_HINT})")
+                        f"({VLM_PROBES_HINT})")
     if prefix == "st":
         return load_sentence(Path(rest).expanduser(), device)
     if prefix in ("longclip", "debias"):

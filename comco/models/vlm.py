@@ -15,7 +15,7 @@ from comco.errors import UserError
 from comco.io import folder_digest
 
 FAMILY = "vlm"
-PROBES_HINT = "vlm: models generate text; comco probe runs them with --probes mention,matching"
+VLM_PROBES_HINT = "vlm: models generate text; comco probe runs them with --probes mention,matching"
 
 
 @dataclass
