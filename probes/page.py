@@ -126,6 +126,28 @@ def _headline_section(doc: Doc, results: dict, head: dict) -> None:
         _bias_table(doc, results, head, indices)
     if "pairs" in results["probes"]:
         _pairs_headline(doc, results)
+    if "mention" in results["probes"]:
+        _mention_headline(doc, results)
+
+
+def _mention_headline(doc: Doc, results: dict) -> None:
+    from comco.probes.mention import POOLED_SMALL
+
+    doc.p("**Generative VLMs** (the mention probe, every answer in `answers.jsonl`): how often the largest object "
+          "is the first present object an answer names (chance 1 / n), and how often an answer names the largest "
+          "object and each small one (recall). % with a bootstrap 95 % interval over images.")
+    rows, dashes = [], Dashes()
+    for model, groups in results["probes"]["mention"].items():
+        for g in groups:
+            first = _role(g, "first named", "largest")
+            rows.append([model, g["key"], cell(first, dashes, unit="answers naming a present object"),
+                         _chance(first, dashes, "no answer named a present object"),
+                         cell(_role(g, "recall", "largest"), dashes, unit="images"),
+                         cell(_role(g, "recall", POOLED_SMALL), dashes, unit="small objects"), str(g["queries"])])
+    doc.table(["model", "prompt, objects", "largest named first % [95 % CI]", "chance",
+               "recall: largest % [95 % CI]", "recall: small (pooled) % [95 % CI]", "images"], rows)
+    if dashes.reasons:
+        doc.p(dashes.note())
 
 
 def _bias_table(doc: Doc, results: dict, head: dict, indices: list[BiasIndex]) -> None:

@@ -75,3 +75,42 @@ def test_the_built_in_prompts_load_and_a_bad_prompts_file_is_one_line(tmp_path):
     latin.write_bytes("[mention.prompts]\na = 'caf\xe9'\n".encode("latin-1"))
     with pytest.raises(UserError, match="not UTF-8"):
         load_prompts(latin)
+
+
+def test_the_page_reads_the_tables_and_keeps_every_answer_beside_them(tmp_path):
+    import json
+
+    from comco.probes.page import write_reports
+
+    rows = [dict(_row(["cube", "cone", "star"], ["cube", "star"] if i % 4 else ["cone"]), record=f"{i:06d}")
+            for i in range(24)]  # largest named first in 18 of 24, the 2nd in 6
+    groups = mention_tables(rows, n_boot=50, seed=0)
+    results = {"generator": "test", "seed": 0, "n_boot": 50, "dataset": {"root": "ds", "scenes": 24},
+               "options": {"probes": ["mention"]}, "models": [{"label": "vlm:m", "name": "vlm:m"}],
+               "skipped": {}, "probes": {"mention": {"vlm:m": groups}}, "answers": rows}
+    write_reports(tmp_path, results, plots=False)
+    kept = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert kept == rows and json.loads((tmp_path / "results.json").read_text())["answers"] == "answers.jsonl"
+    page = (tmp_path / "report.md").read_text()
+    assert "**Generative VLMs**" in page and "| vlm:m | prompt list, 3 objects | 75.0 [" in page
+    assert "| 33.3 |" in page  # chance 1 / 3
+    table = (tmp_path / "mention.md").read_text()
+    assert "| *chance* | 1.50 | 1.00 | 1.50 |" in table  # a place, not a %: the cone is named alone
+
+
+def test_a_vlm_run_asks_only_what_a_vlm_can_do():
+    from comco.models import ModelRef
+    from comco.probes.runner import ProbeOptions, _generative_options
+
+    vlm, clip = ModelRef("vlm:/m"), ModelRef("ViT-S-32", "none")
+    opts, prompts = _generative_options([vlm], ProbeOptions())
+    assert opts.probes == ["mention", "matching"] and prompts.source == "built-in"
+    opts, _ = _generative_options([clip, vlm], ProbeOptions(probes=["matching"]))
+    assert opts.probes == ["matching"]  # the CLIP by cosine, the VLM by likelihood
+    assert _generative_options([clip], ProbeOptions()) == (ProbeOptions(), None)
+    for models, asked, says in (([vlm], ["tor"], "cannot run tor"), ([clip, vlm], ["mention"], "embeds"),
+                                ([vlm], ["size-class", "matching"], "cannot run size-class")):
+        with pytest.raises(UserError, match=says):
+            _generative_options(models, ProbeOptions(probes=asked))
+    with pytest.raises(UserError, match="--vlm-prompts is for"):
+        _generative_options([clip], ProbeOptions(vlm_prompts="p.toml"))
