@@ -170,8 +170,9 @@ def load_vlm(path: Path, device: str, trust_remote_code: bool = False) -> Loaded
     if not getattr(processor, "chat_template", None):
         raise UserError(f"vlm:{path}: its processor has no chat template (chat_template.jinja), so comco cannot "
                         "write the model's prompt; save the processor with its template")
-    text = getattr(config.get("text_config") or {}, "get", lambda *_: None)("max_position_embeddings")
-    context = int(text or getattr(tok, "model_max_length", 0) or 0) or 4096
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    positions = text.get("max_position_embeddings")
+    context = positions if isinstance(positions, int) and 0 < positions <= 10**7 else 4096
     check_tokenizer(path, tok, context)
     return LoadedVLM(name=f"vlm:{path}", identity=f"vlm/{config.get('model_type')}/{folder_digest(path)}",
-                     model=model, processor=processor, device=device, context_length=min(context, 10**6))
+                     model=model, processor=processor, device=device, context_length=context)
