@@ -32,10 +32,9 @@ def scenario_captions(by_size: list[str], absent: str) -> dict[str, tuple[list[s
     }
 
 
-def matching(data, embedder, template, *, max_distractors: int | None, n_boot: int, seed: int) -> list[dict]:
-    with named(embedder, "scene images"):
-        images = embedder.images([data.image_path(r) for r in data.records])
-    trials = defaultdict(lambda: {s: [] for s in SCENARIOS})  # n -> scenario -> (img, correct, wrong, id)
+def matching_trials(data, template, *, max_distractors: int | None, seed: int):
+    """(n -> scenario -> [(image index, correct caption id, wrong caption id, record id)], captions by id)."""
+    trials = defaultdict(lambda: {s: [] for s in SCENARIOS})
     caps: dict[str, int] = {}
 
     def cap_id(names):
@@ -51,17 +50,42 @@ def matching(data, embedder, template, *, max_distractors: int | None, n_boot: i
         for a in absent:
             for s, (good, bad) in scenario_captions(by_size, a).items():
                 trials[len(by_size)][s].append((i, cap_id(good), cap_id(bad), rec["id"]))
-    with named(embedder, f"right and wrong captions (template {template.name})"):
-        text_emb = embedder.texts(list(caps))
+    return trials, list(caps)
+
+
+def scenario_groups(trials, scores: dict, key: str, template, *, n_boot: int, seed: int) -> list[dict]:
+    """The groups of the matching table: per object count, each metric's accuracy per scenario.
+
+    Args:
+        trials: matching_trials' first value.
+        scores: metric -> function of a (T, 3) array of trials (image, correct, wrong) to the
+            (correct, wrong) score arrays; a trial is right when correct > wrong (ties fail).
+        key: what follows "TEMPLATE, N objects" in the group's key ("" for none)."""
     groups = []
     for n in sorted(trials):
-        metric = []
-        for r, s in enumerate(SCENARIOS):
-            t = np.array([x[:3] for x in trials[n][s]], dtype=np.int64).reshape(-1, 3)
-            good = np.einsum("ij,ij->i", images[t[:, 0]], text_emb[t[:, 1]])
-            bad = np.einsum("ij,ij->i", images[t[:, 0]], text_emb[t[:, 2]])
-            stats = accuracy(good > bad, [x[3] for x in trials[n][s]], chance=0.5, n_boot=n_boot, seed=seed + r)
-            metric.append({"role": s, **stats})
-        groups.append({"key": f"{template.name}, {n} objects", "template": template.name, "n_objects": n,
-                       "queries": len(trials[n][SCENARIOS[0]]), "metrics": {"accuracy": metric}})
+        metrics = {}
+        for metric, score in scores.items():
+            metric_stats = []
+            for r, s in enumerate(SCENARIOS):
+                t = np.array([x[:3] for x in trials[n][s]], dtype=np.int64).reshape(-1, 3)
+                good, bad = score(t)
+                stats = accuracy(good > bad, [x[3] for x in trials[n][s]], chance=0.5, n_boot=n_boot, seed=seed + r)
+                metric_stats.append({"role": s, **stats})
+            metrics[metric] = metric_stats
+        groups.append({"key": f"{template.name}, {n} objects{key}", "template": template.name, "n_objects": n,
+                       "queries": len(trials[n][SCENARIOS[0]]), "metrics": metrics})
     return groups
+
+
+def matching(data, embedder, template, *, max_distractors: int | None, n_boot: int, seed: int) -> list[dict]:
+    with named(embedder, "scene images"):
+        images = embedder.images([data.image_path(r) for r in data.records])
+    trials, caps = matching_trials(data, template, max_distractors=max_distractors, seed=seed)
+    with named(embedder, f"right and wrong captions (template {template.name})"):
+        text_emb = embedder.texts(caps)
+
+    def cosine(t):
+        return (np.einsum("ij,ij->i", images[t[:, 0]], text_emb[t[:, 1]]),
+                np.einsum("ij,ij->i", images[t[:, 0]], text_emb[t[:, 2]]))
+
+    return scenario_groups(trials, {"accuracy": cosine}, "", template, n_boot=n_boot, seed=seed)

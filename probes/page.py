@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from comco.io import write_json, write_text
+from comco.io import write_json, write_jsonl, write_text
 from comco.probes.report import (
     ALL_COUNTS,
     PROBE_NOTES,
@@ -34,6 +34,7 @@ from comco.probes.report import tables as probe_tables
 from comco.report.document import Doc
 from comco.report.published import COMCO, published_biases, published_model
 
+ANSWERS = "answers.jsonl"  # a generative VLM's answers (image, prompt, raw answer, parsed names)
 HEADLINE_COUNT = 4  # the published rows' object count: the headline uses it where the data has it
 HEADLINE_TEMPLATE = "and"  # ComCO's "X and Y and Z" captions, when the run has them
 
@@ -125,6 +126,28 @@ def _headline_section(doc: Doc, results: dict, head: dict) -> None:
         _bias_table(doc, results, head, indices)
     if "pairs" in results["probes"]:
         _pairs_headline(doc, results)
+    if "mention" in results["probes"]:
+        _mention_headline(doc, results)
+
+
+def _mention_headline(doc: Doc, results: dict) -> None:
+    from comco.probes.mention import POOLED_SMALL
+
+    doc.p("**Generative VLMs** (the mention probe, every answer in `answers.jsonl`): how often the largest object "
+          "is the first present object an answer names (chance 1 / n), and how often an answer names the largest "
+          "object and each small one (recall). % with a bootstrap 95 % interval over images.")
+    rows, dashes = [], Dashes()
+    for model, groups in results["probes"]["mention"].items():
+        for g in groups:
+            first = _role(g, "first named", "largest")
+            rows.append([model, g["key"], cell(first, dashes, unit="answers naming a present object"),
+                         _chance(first, dashes, "no answer named a present object"),
+                         cell(_role(g, "recall", "largest"), dashes, unit="images"),
+                         cell(_role(g, "recall", POOLED_SMALL), dashes, unit="small objects"), str(g["queries"])])
+    doc.table(["model", "prompt, objects", "largest named first % [95 % CI]", "chance",
+               "recall: largest % [95 % CI]", "recall: small (pooled) % [95 % CI]", "images"], rows)
+    if dashes.reasons:
+        doc.p(dashes.note())
 
 
 def _bias_table(doc: Doc, results: dict, head: dict, indices: list[BiasIndex]) -> None:
@@ -285,6 +308,11 @@ def write_reports(out: Path, results: dict, plots: bool = True) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json"]
+    answers = results.get("answers")
+    if answers is not None:  # a VLM's every answer, one JSON line each, beside the tables
+        written.append(out / ANSWERS)
+        write_jsonl(written[-1], answers)
+        results = {**{k: v for k, v in results.items() if k != "answers"}, "answers": ANSWERS}
     write_json(written[0], results, indent=1, sort_keys=False, default=_jsonable, allow_nan=True)
     tabs, figures = probe_tables(results), {}
     for probe, probe_tabs in tabs.items():

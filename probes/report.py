@@ -28,6 +28,7 @@ TITLES = {
     "attention": "Last-layer CLS attention inside each object's box, by measured size rank",
     "pairs": "Counterfactual pairs: Winoground text, image and group scores (and TTM's matching) per factor",
     "size-class": "Size classes in text: TOR by mention position, captions opening with a large or a small object",
+    "mention": "Generative VLM: which objects its answer names, by measured size rank",
 }
 # What a probe's cells mean where cells_note() does not say it.
 PROBE_NOTES = {
@@ -35,6 +36,18 @@ PROBE_NOTES = {
                   "large: over a car, 4.6 m). paper: the opening object, then medium ones (as ComCO describes it); "
                   "script: the opening object, medium ones, and one of the other class last (as ComCO's script "
                   "builds it). ComCO's claim 1: the 1st column is higher for large-first than for small-first.",
+    "mention": "A generative VLM (vlm:DIR) is asked each prompt of the prompts file about each image (greedy "
+               "decoding) and its answer is parsed against the set's names, plurals and synonyms (whole words; "
+               "each name counted once, at its first mention); every answer is in answers.jsonl. first named: "
+               "among answers that name a present object, the share whose first such object has this size rank "
+               "(chance 1 / n); recall: the share of images whose answer names the object of this rank (small "
+               "(pooled): every object but the largest); mean position: the object's place among the present "
+               "objects named (1 = first; chance: (k + 1) / 2 for k named). Counts: empty_answers, absent_named "
+               "(answers naming a set object the image does not hold), none_named (answers naming no present "
+               "object).",
+    "matching": "Rows of a generative VLM (vlm:DIR; groups ending 'caption likelihood') score each caption by its "
+                "log-probability as the VLM's answer to the prompts file's matching prompt about the image: the mean "
+                "per caption token and the sum, each its own table; an embedding model's rows, by cosine similarity.",
     "pairs": "Each pair is a base image and its variant with one factor changed, captioned by the template that "
              "names the factor (swap-size: sizes, swap-slots: relations, swap-colors: attributes, remove / add: and, "
              "count: counts). Text score: each image prefers its own caption; image score: each caption prefers "
@@ -43,7 +56,8 @@ PROBE_NOTES = {
              "two texts, left out), no_captions (pairs without the template), orphans (variants without their "
              "base). swap-size is also split by whether the variant's caption names its new largest object first.",
 }
-NOTE_KEYS = ("queries", "kept_conditional", "skipped", "gallery", "pairs", "identical", "no_captions", "orphans")
+NOTE_KEYS = ("queries", "kept_conditional", "skipped", "gallery", "pairs", "identical", "no_captions", "orphans",
+             "empty_answers", "absent_named", "none_named")
 
 
 MIN_TRIALS = 20  # a number from fewer trials is shown as its count: its interval is too wide to read
@@ -143,10 +157,11 @@ def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
         for r in roles:
             c = by_role.get(r, {}).get("chance")
             if c is not None and r not in chance:
-                chance[r] = c
+                chance[r] = f"{c:.2f}" if by_role[r].get("unit") == "x" else f"{100 * c:.1f}"
     if chance:
-        unknown = f"chance unknown (1 / n over kept queries): {NO_KEPT}"
-        rows.append(["*chance*"] + [f"{100 * chance[r]:.1f}" if r in chance else dashes.dash(unknown)
+        unknown = ("chance unknown: no answer named this object" if probe == "mention" else
+                   f"chance unknown (1 / n over kept queries): {NO_KEPT}")
+        rows.append(["*chance*"] + [chance[r] if r in chance else dashes.dash(unknown)
                                     for r in roles] + [""])
     for p in published_rows(probe, t["metric"], t["n_objects"]):
         rows.append([f"*published:* {p['label']} ({p['source']})"]
@@ -160,7 +175,8 @@ def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
 def cells_note(probe: str) -> str:
     """What a cell holds; the pair probe's bootstrap resamples pairs, the others' images."""
     unit = "pairs" if probe == "pairs" else "images"
-    return f"Cells: % with a bootstrap 95 % interval over {unit}; n = trials per cell (min-max over columns)."
+    what = "% (mean position: a place, 1 = named first)" if probe == "mention" else "%"
+    return f"Cells: {what} with a bootstrap 95 % interval over {unit}; n = trials per cell (min-max over columns)."
 
 
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:

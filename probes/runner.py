@@ -9,10 +9,12 @@ from pathlib import Path
 from comco.errors import UserError
 from comco.progress import progress_group
 
-PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention", "pairs", "size-class")
-DEFAULT_PROBES = PROBES[:-1]  # size-class embeds thousands of written captions: only when asked for
+PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention", "pairs", "size-class", "mention")
+# size-class embeds thousands of written captions (only when asked for); mention asks a generative VLM
+DEFAULT_PROBES = PROBES[:-2]
 TEXT_ONLY_PROBES = ("tor", "size-class")  # what --text-only can run: names and templates, no images
-IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention", "pairs"}
+IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention", "pairs", "mention"}
+VLM_PROBES = ("mention", "matching")  # what a generative VLM (vlm:DIR) runs: it answers and scores captions
 NO_PAIRS = "no pair records (render the dataset with --pairs FACTOR)"
 
 
@@ -34,6 +36,7 @@ class ProbeOptions:
     max_distractors: int | None = None
     test_fraction: float = 0.2
     limit: int | None = None  # probe only the first N records
+    vlm_prompts: Path | None = None  # the prompts asked of vlm: models (None: probes/vlm_prompts.toml)
     plots: bool = True
 
 
@@ -167,6 +170,7 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
             obj_set = load_object_set(object_set)
         data, info = None, {"object_set": obj_set.name, "object_set_hash": obj_set.hash}
     _refuse_images_of_text_models(models, opts.probes or [])  # what was asked, before the data's own checks
+    opts, prompts = _generative_options(models, opts)
     probes, skipped = select_probes(data, opts)  # --text-only (the one way to come without data) checks first
     _refuse_images_of_text_models(models, probes)
     if "size-class" in probes and data is None:
@@ -193,9 +197,22 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
         label = ref.label
         t0 = time.perf_counter()
         loaded = ref.load(opts.device)
+        if ref.generative:
+            with progress_group(quiet) as progress:
+                counts = {"answers": 0, "captions_scored": 0}
+                for probe in probes:
+                    for key, groups in _run_vlm(probe, data, loaded, opts, prompts, results, counts, progress).items():
+                        results["probes"].setdefault(key, {})[label] = groups
+            results["models"].append({"label": label, "name": ref.name, "pretrained": None, "identity": loaded.identity,
+                                      "context_length": loaded.context_length, "seconds": time.perf_counter() - t0,
+                                      "generated": counts, "prompts": prompts.source})
+            continue
         with progress_group(quiet) as progress:
             emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress)
             for probe in probes:
+                if probe == "mention":
+                    results["skipped"][f"mention ({label})"] = "a probe of generative VLMs (vlm:DIR)"
+                    continue
                 out = _run_one(probe, data, emb, loaded, opts, templates, names, obj_set)
                 if not out:
                     results["skipped"][f"{probe} ({label})"] = "not an open_clip ViT with a class token"
@@ -227,6 +244,54 @@ def _refuse_images_of_text_models(models: list, probes: list[str]) -> None:
     if (imaged := [p for p in probes if p in IMAGE_PROBES]) and (text_only := [m.name for m in models if m.text_only]):
         raise UserError(f"{text_only[0]} embeds text only and cannot run {', '.join(imaged)}; pass --probes "
                         f"tor,size-class (with a dataset) or --text-only")
+
+
+def _generative_options(models: list, opts: ProbeOptions):
+    """(the options, the VLM prompts or None): a run with a vlm: model asks only what a VLM can do
+    (mention and matching, both by default), with a prompts file that reads, before any model loads."""
+    import dataclasses
+
+    generative = [m.name for m in models if m.generative]
+    embedding = [m.name for m in models if not m.generative]
+    if "mention" in (opts.probes or []) and embedding:
+        raise UserError(f"probe 'mention' asks a generative VLM what it sees, and {embedding[0]} embeds; "
+                        "give the VLM as --model vlm:DIR (or drop mention from --probes)")
+    if not generative:
+        if opts.vlm_prompts is not None:
+            raise UserError("--vlm-prompts is for generative VLMs (--model vlm:DIR)")
+        return opts, None
+    from comco.models import VLM_PROBES_HINT
+    from comco.probes.mention import load_prompts
+
+    if opts.text_only:
+        raise UserError(f"{generative[0]} is a generative VLM and --text-only embeds captions without images; "
+                        f"{VLM_PROBES_HINT}")
+    if bad := [p for p in opts.probes or [] if p not in VLM_PROBES]:
+        raise UserError(f"{generative[0]} is a generative VLM and cannot run {', '.join(bad)}; {VLM_PROBES_HINT}")
+    prompts = load_prompts(opts.vlm_prompts)
+    return (opts if opts.probes else dataclasses.replace(opts, probes=list(VLM_PROBES))), prompts
+
+
+def _run_vlm(probe, data, vlm, opts, prompts, results, counts, progress) -> dict[str, list]:
+    from comco.probes import texts
+
+    if probe == "mention":
+        from comco.probes.mention import ask, mention_tables
+
+        rows = ask(data, vlm, prompts, batch_size=opts.batch_size, progress=progress)
+        results.setdefault("answers", []).extend(rows)
+        counts["answers"] += len(rows)
+        return {"mention": mention_tables(rows, n_boot=opts.n_boot, seed=opts.seed)}
+    if probe == "matching":
+        from comco.probes.likelihood import likelihood_matching
+
+        template = texts.get_template(texts.template_book(data.info), opts.text_template)
+        groups, scored = likelihood_matching(data, vlm, template, prompts.matching,
+                                             max_distractors=opts.max_distractors, n_boot=opts.n_boot, seed=opts.seed,
+                                             batch_size=opts.batch_size, progress=progress)
+        counts["captions_scored"] += scored
+        return {"matching": groups}
+    raise AssertionError(probe)
 
 
 def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[str, list]:

@@ -15,6 +15,8 @@ def load_init(init: str | None, pretrained: str | None, kind: str, device: str =
     if not init:
         raise UserError(f"comco train {kind} needs --init MODEL (an open_clip name with --pretrained, ckpt:PATH, "
                         "longclip:PATH or debias:PATH)")
+    if init.startswith("vlm:"):
+        raise UserError(f"--init {init}: comco train {kind} needs an open_clip model, not a generative VLM folder")
     if init.startswith(("hf:", "st:")):  # known before loading: no folder's own code runs for nothing
         raise UserError(f"--init {init}: comco train {kind} needs an open_clip model (an open_clip name, "
                         f"ckpt:PATH, longclip:PATH or debias:PATH), not a "

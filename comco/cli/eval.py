@@ -46,6 +46,9 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
         device = check_device(device or default_device())
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
         refs = pair_models(models, pretrained, trust_remote_code)
+        if generative := [r.name for r in refs if r.generative]:
+            raise UserError(f"--model {generative[0]} is a generative VLM and embeds nothing; comco eval ranks "
+                            "embeddings (use comco probe --probes mention,matching for VLMs)")
         if text_only := [r.name for r in refs if r.text_only]:
             raise UserError(f"--model {text_only[0]} embeds text only; comco eval ranks images and texts "
                             f"against each other (use comco probe --text-only for sentence encoders)")

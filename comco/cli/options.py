@@ -20,7 +20,7 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 Out = Annotated[Path, typer.Option("--out", help="Output folder.")]
 
 # the verbs that load models: probe, eval (None when not given: a list default would be shared)
-Models = Annotated[Optional[List[str]], typer.Option("--model", "-m", help="open_clip name, hf:DIR, ckpt:PATH, longclip:PATH or debias:PATH; repeat to compare.")]
+Models = Annotated[Optional[List[str]], typer.Option("--model", "-m", help="open_clip name, hf:DIR, st:DIR, vlm:DIR, ckpt:PATH, longclip:PATH or debias:PATH; repeat to compare.")]
 Pretrained = Annotated[Optional[List[str]], typer.Option("--pretrained", help="Tag, weights file or none; once for all open_clip models or once per --model.")]
 Cache = Annotated[Optional[Path], typer.Option("--cache", help="Embedding cache folder (default ~/.cache/comco/embeddings).")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the embedding cache.")]

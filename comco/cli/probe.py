@@ -21,7 +21,7 @@ def probe(
     model: Models = None,
     pretrained: Pretrained = None,
     trust_remote_code: TrustRemoteCode = False,
-    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs,size-class (default: all the data supports but size-class).")] = None,
+    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs,size-class,mention (default: all the data supports but size-class and mention; mention,matching for a vlm:DIR model).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables, plots and the page (report.md, report.html).")] = None,
     text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
     object_set: Annotated[Optional[str], typer.Option("--object-set", help="Object set for --text-only without a dataset.")] = None,
@@ -40,11 +40,12 @@ def probe(
     max_distractors: Annotated[Optional[int], typer.Option("--max-distractors", help="Matching: absent objects per image (default: all).")] = None,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Held-out share for TOC/IOC/binding probes.")] = 0.2,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Probe only the first N scenes.")] = None,
+    vlm_prompts: Annotated[Optional[Path], typer.Option("--vlm-prompts", help="The prompts asked of vlm:DIR models (a TOML file like probes/vlm_prompts.toml).")] = None,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots.")] = False,
     list_models: Annotated[bool, typer.Option("--list-models", help="List open_clip model names and exit.")] = False,
     quiet: Quiet = False,
 ) -> None:
-    """Measure order and size biases: TOR, IOR, I2TOR, matching, TOC/IOC, binding, attention, pairs."""
+    """Measure order and size biases: TOR, IOR, I2TOR, matching, TOC/IOC, binding, attention, pairs, VLM mentions."""
     model, pretrained = model or [], pretrained or []
     if list_models:
         from comco.models import list_models as names
@@ -94,12 +95,17 @@ def probe(
         text_template=text_template, text_only=text_only, tor_gallery=tor_gallery, names=gallery, object_counts=list(parse_counts(objects)),
         tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
         cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
-        test_fraction=test_fraction, limit=limit, plots=not no_plots)
+        test_fraction=test_fraction, limit=limit, plots=not no_plots, vlm_prompts=vlm_prompts)
     results = run_probes(dataset, refs, opts, object_set=object_set, quiet=quiet)
     written = write_reports(out, results, plots=opts.plots)
     note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is
     if not quiet:
         for m in results["models"]:
+            if "generated" in m:  # a generative VLM: answers and scored captions, no embeddings
+                g = m["generated"]
+                typer.echo(f"{m['label']}: {m['seconds']:.1f} s, {g['answers']} answers, "
+                           f"{g['captions_scored']} captions scored")
+                continue
             c = m["cache"]
             typer.echo(f"{m['label']}: {m['seconds']:.1f} s, cache hits {c['text_hits']} texts / "
                        f"{c['image_hits']} images, encoded {c['text_encoded']} texts / {c['image_encoded']} images")

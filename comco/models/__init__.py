@@ -1,4 +1,5 @@
 """The one model factory: open_clip names and weights, transformers folders (`hf:DIR`),
+sentence encoders (`st:DIR`), generative VLMs (`vlm:DIR`, ModelRef.load),
 comco's own checkpoints (`ckpt:PATH`) and the papers' release files (`longclip:PATH`,
 `debias:PATH`), all behind `load_model`. torch loads on first use."""
 
@@ -9,5 +10,6 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "ModelRef": "ref", "pair_models": "ref", "save_checkpoint": "checkpoints", "load_checkpoint": "checkpoints",
     "build_open_clip": "checkpoints", "check_device": "factory",
     "default_device": "factory", "SELF_CONTAINED": "ref",
+    "LoadedVLM": "vlm", "load_vlm": "vlm", "VLM_PROBES_HINT": "vlm",
     "padding_is_inert": "openclip", "encode_text_trimmed": "openclip", "text_tower_spec": "text_towers",
 })

@@ -5,6 +5,8 @@ line does and hands it to its family's loader.
   a local weights file, or `none` (comco/models/openclip.py);
 - `hf:DIR`: a local transformers folder (comco/models/hf.py);
 - `st:DIR`: a sentence-transformers folder, text only (comco/models/sentence.py);
+- `vlm:DIR`: a generative VLM has no embeddings: refused here; ModelRef.load gives its
+  LoadedVLM (comco/models/vlm.py) to the probes that ask it questions;
 - `ckpt:PATH`: a file `comco train` wrote (comco/models/checkpoints.py, its format);
 - `longclip:PATH` / `debias:PATH`: the Long-CLIP and DeBias-CLIP release files
   (comco/models/papers.py, their layouts).
@@ -69,6 +71,11 @@ def load_model(name: str, pretrained: str | None = None, device: str = "cpu",
         return load_hf(Path(rest).expanduser(), device, trust_remote_code)
     if prefix == "ckpt":
         return load_ckpt(Path(rest).expanduser(), device)
+    if prefix == "vlm":
+        from comco.models.vlm import VLM_PROBES_HINT
+
+        raise UserError(f"{name} is a generative VLM and embeds nothing: this needs an embedding model "
+                        f"({VLM_PROBES_HINT})")
     if prefix == "st":
         return load_sentence(Path(rest).expanduser(), device)
     if prefix in ("longclip", "debias"):

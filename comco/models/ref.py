@@ -4,17 +4,19 @@ label for probe, eval, train and the lab (no torch here)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from comco.errors import UserError
 
-SELF_CONTAINED = ("hf:", "ckpt:", "longclip:", "debias:", "st:")
-TEXT_ONLY = ("st:",)  # sentence encoders: no image tower  # folders and checkpoints carry their own weights
+SELF_CONTAINED = ("hf:", "ckpt:", "longclip:", "debias:", "st:", "vlm:")  # folders and files carry their weights
+TEXT_ONLY = ("st:",)  # sentence encoders: no image tower
+GENERATIVE = ("vlm:",)  # image-text-to-text models: they answer and score captions, they do not embed
 
 
 @dataclass(frozen=True)
 class ModelRef:
     """An open_clip name with its weights (a tag, a file or "none"), or `hf:DIR`, `ckpt:PATH`,
-    `longclip:PATH`, `debias:PATH`; `trust_remote_code` lets an hf: folder run its own code."""
+    `longclip:PATH`, `debias:PATH`, `st:DIR`, `vlm:DIR`; `trust_remote_code` lets an hf: folder run its own code."""
     name: str
     pretrained: str | None = None
     trust_remote_code: bool = False
@@ -32,12 +34,21 @@ class ModelRef:
         return self.name.startswith(TEXT_ONLY)
 
     @property
+    def generative(self) -> bool:
+        """A generative VLM (`vlm:`): only the probes that ask it questions or score captions run it."""
+        return self.name.startswith(GENERATIVE)
+
+    @property
     def random(self) -> bool:
         """An open_clip architecture with random weights (seeded): the architecture's prior."""
         return not self.name.startswith(SELF_CONTAINED) and self.pretrained in (None, "", "none")
 
     def load(self, device: str = "cpu"):
-        """The LoadedModel (comco.models.load_model)."""
+        """The LoadedModel (comco.models.load_model), or for `vlm:` the LoadedVLM."""
+        if self.generative:
+            from comco.models.vlm import load_vlm
+
+            return load_vlm(Path(self.name.partition(":")[2]).expanduser(), device, self.trust_remote_code)
         from comco.models.factory import load_model
 
         return load_model(self.name, self.pretrained, device, self.trust_remote_code)
