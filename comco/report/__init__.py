@@ -7,6 +7,7 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "Doc": "document", "markdown_table": "tables", "md_text": "tables", "md_line": "tables",
     "md_cell": "tables", "csv_text": "tables", "pct": "tables", "interval": "tables",
     "pyplot": "plots", "save": "plots", "error_bars": "plots", "interval_bars": "plots",
+    "legend_beside": "plots", "layout_problems": "plots", "checking_layout": "plots",
     "published_rows": "published", "published_model": "published",
     "published_biases": "published", "published_retrieval": "published", "published_analysis": "published",
     "published_caption_bias": "published",
