@@ -74,18 +74,22 @@ def gates_section(c: SetContext) -> tuple[set[StageKey], dict]:
             "prior) are a reference, not a result, and are shown beside the trained ones.")
     rows.append(["*chance*"] + [("–" if chance.get(f) is None else f"{100 * chance[f]:.1f}") for f in columns]
                 + ["–"])
-    c.doc.table(["model"] + [GATE_ABBR[f] for f in columns] + ["gates"], rows)
     trained = [key for _, key, t in models if t]
     per_p = [f"p = {p:g}: {sum(probe_key(scratch_key(c.oset, p, seed)) in passing for seed in c.seeds)} of "
              f"{len(c.seeds)}" for p in c.ps]
     c.doc.p(f"{len(passing)} of {len(trained)} trained models pass every gate (scratch models per p: "
             f"{'; '.join(per_p)}).")
+    c.doc.fold(f"The gates of every model ({len(models)} models)")  # the headline above, the long table on a click
+    c.doc.table(["model"] + [GATE_ABBR[f] for f in columns] + ["gates"], rows)
+    c.doc.end_fold()
     if balanced_rows:
         c.doc.p("The same figures on the order-balanced test captions (every object equally often at every "
                 "position), not gated; in brackets the change from the model's own captions, in points. A model "
                 "that learnt to read only the first mention loses here what it had on its own captions: this gap "
                 "is a first measure of order reliance.")
+        c.doc.fold(f"The gate figures on the order-balanced captions ({len(balanced_rows)} trained models)")
         c.doc.table(["model"] + [GATE_ABBR[f] for f in BALANCED], balanced_rows)
+        c.doc.end_fold()
     return passing, {"thresholds": thresholds, "models": numbers}
 
 

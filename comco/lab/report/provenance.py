@@ -106,5 +106,6 @@ def what_was_run(doc: Doc, recipe: dict, stages: list, info: dict[str, dict], ma
     doc.p(f"From the start of the first stage to the end of the last one before the report: {span / 60:.1f} minutes "
           "(elapsed; if the stages were computed over several runs this includes the time between them; "
           "`runs.jsonl` logs every run).")
-    doc.p("Every stage (seconds, torch threads, when it finished, UTC):")
+    doc.fold(f"Every stage ({len(rows)}: seconds, torch threads, when it finished, UTC)")
     doc.table(["stage", "kind", "seconds", "threads", "finished"], rows)
+    doc.end_fold()
