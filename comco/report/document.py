@@ -14,7 +14,10 @@ STYLE = ("body{font-family:sans-serif;max-width:1000px;margin:2em auto;line-heig
          "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
          "td,th{border:1px solid #bbb;padding:2px 6px;text-align:left}"
          "td+td{white-space:nowrap}.wide{overflow-x:auto}"  # a number and its interval on one line; wide tables scroll
+         "td.prose{white-space:normal;min-width:18em}"  # a question or a sentence in a cell wraps
          "img{max-width:100%}code{background:#f3f3f3}")
+
+PROSE, PROSE_CHARS = " class='prose'", 60  # a cell longer than a number with its interval and a note
 
 
 class Doc:
@@ -107,7 +110,8 @@ class Doc:
             elif b[0] == "table":
                 parts.append("<div class='wide'><table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in b[1])
                              + "</tr>")
-                parts += ["<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in b[2]]
+                parts += ["<tr>" + "".join(f"<td{PROSE if len(c) > PROSE_CHARS else ''}>{inline(c)}</td>" for c in r)
+                          + "</tr>" for r in b[2]]
                 parts.append("</table></div>")
             elif b[0] == "img":
                 data = base64.b64encode(b[1].read_bytes()).decode()

@@ -12,6 +12,7 @@ import numpy as np
 from comco.report import error_bars, interval_bars, legend_beside, pyplot, save
 
 DPI = 100  # the report's figures are drawn at their size at 100 % zoom
+PAGE_IN = 10.0  # the page is 1000 px wide: a wider figure would be shrunk, and its letters with it
 TITLE_PT, TICK_PT = 10, 8
 
 
@@ -35,7 +36,7 @@ def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: in
     plt = pyplot()
     cols = min(4, len(picks))
     rows = math.ceil(len(picks) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 4.3 * rows), squeeze=False)  # room for 5 title lines
+    fig, axes = plt.subplots(rows, cols, figsize=(PAGE_IN / 4 * cols, 3.7 * rows), squeeze=False)  # 5 title lines
     for ax in axes.flat:
         ax.axis("off")
     for ax, r in zip(axes.flat, picks):
@@ -43,7 +44,7 @@ def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: in
             ax.imshow(np.asarray(im.convert("RGB")), interpolation="nearest")
         large = next(o["name"] for o in r["objects"] if o["size_rank"] == 0)
         lines = [f"#{r['id']} largest: {large}"] + [f"p={p:g}: {caps[p].get(r['id'], '')}" for p in caps]
-        ax.set_title("\n".join(_wrap(x, 32) for x in lines), fontsize=TICK_PT, loc="left")
+        ax.set_title("\n".join(_wrap(x, 30) for x in lines), fontsize=TICK_PT, loc="left")
     return save(fig, path, dpi=DPI)
 
 
@@ -90,7 +91,8 @@ def draw_bars(title: str, groups: list[str], series: dict[str, list[dict]], ylab
               chance: float | None = None):
     """Bars with interval whiskers per group, the legend beside the panel."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 1.5) + 2.2, 3.8))
+    width = min(PAGE_IN, max(5.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 1.5) + 2.2)
+    fig, ax = plt.subplots(figsize=(width, 3.8))
     x = np.arange(len(groups))
     interval_bars(ax, groups, {label: [(s["mean"], s.get("lo"), s.get("hi")) for s in stats]
                                for label, stats in series.items()})
@@ -116,7 +118,7 @@ def draw_findings(title: str, ps: list[float], panels: dict[str, dict[str, list[
     from matplotlib.lines import Line2D
 
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 2.0, 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(PAGE_IN, 3.9 * len(panels) + 2.0), 3.8), squeeze=False)
     span = (max(ps) - min(ps)) or 1.0
     x_prior = min(ps) - 0.25 * span
     handles: dict = {}
