@@ -55,3 +55,17 @@ def test_dose_tables_mark_thin_cells_and_give_every_dash_its_reason(tmp_path):
                     assert MARK.fullmatch(text), (row, text)
                     assert f"{text[1:]} " in paragraphs, text
     assert "no model passed its gates at this p" in paragraphs
+
+
+def test_a_headline_from_too_few_trials_says_so_instead_of_a_number(tmp_path):
+    settings = {"data": {"order_bias": [0.0, 1.0]}, "scratch": {"seeds": [0, 1]}, "gates": {"min_passing": 1}}
+    c = SetContext(Doc(), run=None, fig=tmp_path, oset="simco", s=settings)
+    probes = {(p, seed): probe_result(240, 12) for p in (0.0, 1.0) for seed in (0, 1)}
+    prior = [probe_result(240, 12), probe_result(240, 12)]
+    dose_sections(c, probes, [3], prior)
+    ior = next(b[1] for b in c.doc.blocks if b[0] == "p" and b[1].startswith("The largest object's share of IOR"))
+    assert "12 trials, fewer than 20, too few to read" in ior and "goes from" not in ior
+    prior_ior = next(f for f in c.findings if "untrained image tower" in f.question)
+    assert prior_ior.number.startswith("12 trials per model: too few to read against chance")
+    prior_tor = next(f for f in c.findings if "untrained architecture" in f.question)
+    assert re.fullmatch(r"\d+\.\d \[\d+\.\d, \d+\.\d\] % against chance 33\.3 %", prior_tor.number), prior_tor.number

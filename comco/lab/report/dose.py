@@ -6,9 +6,9 @@ from __future__ import annotations
 from comco.lab.keys import prior_key, probe_key, scratch_key
 from comco.lab.report.context import SetContext
 from comco.lab.report.figures import dose_plot
-from comco.lab.report.stats import ORD, counted, metric, num, pct, slope, summarize
+from comco.lab.report.stats import ORD, counted, metric, num, pct, thin, slope, summarize
 from comco.lab.report.verdict import DOWN, NEITHER, SLOPE_WIDE, UP, judge, loo_sentence
-from comco.report import Dashes
+from comco.report import MIN_TRIALS, Dashes
 
 PRIOR = "*architecture prior* (untrained)"
 NO_MODEL = "no model passed its gates at this p"
@@ -136,7 +136,7 @@ def dose_sections(c: SetContext, probes: dict, counts: list[int], prior: list) -
                         else f"{100 * raw_chance:.1f}"] * n)
         c.doc.p(f"**{n} objects** (in %):")
         c.doc.table(["p"] + [f"{r} share" for r in roles] + [f"{r} raw top-1" for r in roles], table)
-        _footnotes(c, dashes)
+        footnotes(c, dashes)
         path = dose_plot(c.fig / f"{c.oset}-tor-{n}.png", f"TOR position shares, {n}-object captions ({c.oset})",
                          ps, series, 1 / n, "share of top-1 hits (%)")
         c.doc.img(path, f"TOR dose-response {n} objects")
@@ -156,7 +156,7 @@ def dose_sections(c: SetContext, probes: dict, counts: list[int], prior: list) -
             jp = judge_prior(c, prior, "tor", key, "and", 1 / n)
             numbers[f"tor_{n}"]["prior_verdict"] = jp.to_dict()
             c.find(f"Does the untrained architecture already favour the first mention (TOR, {n} objects)?",
-                   f"{pct(pr)} % against chance {100 / n:.1f} %", jp)
+                   f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %", jp)
     _ior_sections(c, probes, prior, gate, numbers)
     _sensitivity_sections(c, probes, counts, prior, gate, numbers)
     numbers["passing"] = gate[1]
@@ -195,7 +195,7 @@ def _ior_sections(c: SetContext, probes: dict, prior: list, gate, numbers: dict)
         c.doc.p(f"**{n} objects**:")
         c.doc.table(["p", "largest object's share (%)", "largest raw top-1 (%)",
                      "largest among the present only (%)"], rows)
-        _footnotes(c, dashes)
+        footnotes(c, dashes)
         path = dose_plot(c.fig / f"{c.oset}-ior-{n}.png", f"IOR largest-object share, {n} objects ({c.oset})", ps,
                          {"largest object": large, "raw top-1 of largest": raw, "largest, present only": present},
                          1 / n, "%")
@@ -215,7 +215,7 @@ def _ior_sections(c: SetContext, probes: dict, prior: list, gate, numbers: dict)
             jp = judge_prior(c, prior, "ior", key, None, 1 / n)
             numbers[f"ior_{n}"]["prior_verdict"] = jp.to_dict()
             c.find(f"Does the untrained image tower already favour the largest object (IOR, {n} objects)?",
-                   f"{pct(pr)} % against chance {100 / n:.1f} %", jp)
+                   f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %", jp)
 
 
 def _sensitivity_sections(c: SetContext, probes: dict, counts: list, prior: list, gate, numbers: dict) -> None:
@@ -242,7 +242,7 @@ def _sensitivity_sections(c: SetContext, probes: dict, counts: list, prior: list
         c.doc.p(f"**{n} objects**:")
         c.doc.table(["p", "1st position's share of the change (%)", "distance, 1st", f"distance, {ORD[n - 1]}"],
                     rows)
-        _footnotes(c, dashes)
+        footnotes(c, dashes)
         sl = slope(*xy(probes, ps, seeds, "sens", key, None, 0))
         j = judge_slope(c, probes, "sens", key, None, 0)
         numbers[f"sensitivity_{n}"] = {"first_share": {f"{p:g}": share[i] for i, p in enumerate(ps)}, "slope": sl,
@@ -253,7 +253,7 @@ def _sensitivity_sections(c: SetContext, probes: dict, counts: list, prior: list
         c.find(f"Does p make the text embedding move most when the first name changes ({n} objects)?", _per_p(sl), j)
 
 
-def _footnotes(c: SetContext, dashes: Dashes) -> None:
+def footnotes(c: SetContext, dashes: Dashes) -> None:
     """The reason of every marked "–" of the table above."""
     if dashes.reasons:
         c.doc.p(dashes.note())
@@ -272,6 +272,10 @@ def dose_paragraph(what: str, ps: list, first: dict, last: dict, sl: dict, chanc
                 f"scale cannot answer the question; it cannot test {claim}.")
     if first.get("mean") is None or last.get("mean") is None:
         return f"{what.capitalize()}: not measured at both ends of p."
+    few = [s["trials"] for s in (first, last) if thin(s)]
+    if few:
+        return (f"{what[0].upper()}{what[1:]}: each model's figure comes from {min(few)} trials, fewer than "
+                f"{MIN_TRIALS}, too few to read; it cannot test {claim} at this scale.")
     text = (f"From p = {ps[0]:g} to p = {ps[-1]:g}, {what} goes from {pct(first)} to {pct(last)} "
             f"(uniform would be {100 * chance:.1f} %).")
     if prior and prior.get("mean") is not None:

@@ -71,11 +71,18 @@ def width(s: dict) -> float:
     return float("inf") if s.get("lo") is None else s["hi"] - s["lo"]
 
 
-def pct(s: dict | None, digits: int = 1, dashes=None, missing: str = "not measured") -> str:
-    """A share as % with its interval: "53.4 [36.3, 70.6]"; "12 trials per model: too few to read"
-    when a model's figure came from fewer than MIN_TRIALS trials (s["trials"], counted()); with
-    `dashes` (comco.report.Dashes) an empty cell carries the mark of `missing`, its reason."""
-    return _interval(s, 100.0, digits, dashes, missing)
+def pct(s: dict | None, digits: int = 1, dashes=None, missing: str = "not measured", unit: str = "") -> str:
+    """A share as % with its interval: "53.4 [36.3, 70.6]" (then `unit`, " %" in a sentence);
+    "12 trials per model: too few to read" when a model's figure came from fewer than MIN_TRIALS
+    trials (s["trials"], counted()); with `dashes` (comco.report.Dashes) an empty cell carries
+    the mark of `missing`, its reason."""
+    text = _interval(s, 100.0, digits, dashes, missing)
+    return text if text.startswith("–") or thin(s) is not None else text + unit
+
+
+def thin(s: dict | None) -> str | None:
+    """too_few's text when the summary's models had fewer than MIN_TRIALS trials, else None."""
+    return too_few((s or {}).get("trials"), unit="trials per model")
 
 
 def num(s: dict | None, digits: int = 3, dashes=None, missing: str = "not measured") -> str:
@@ -92,7 +99,7 @@ def counted(s: dict, trials: list) -> dict:
 def _interval(s: dict | None, scale: float, digits: int, dashes=None, missing: str = "not measured") -> str:
     if not s or s.get("mean") is None:
         return dashes.dash(missing) if dashes is not None else "–"
-    few = too_few(s.get("trials"), unit="trials per model")
+    few = thin(s)
     if few:
         return few
     if s.get("lo") is None:
