@@ -6,7 +6,7 @@ from __future__ import annotations
 from comco.lab.keys import prior_key, probe_key, scratch_key
 from comco.lab.report.context import SetContext
 from comco.lab.report.figures import dose_plot
-from comco.lab.report.stats import ORD, counted, metric, num, pct, thin, slope, summarize
+from comco.lab.report.stats import ORD, counted, metric, num, pct, slope, summarize, thin
 from comco.lab.report.verdict import DOWN, NEITHER, SLOPE_WIDE, UP, judge, loo_sentence
 from comco.report import MIN_TRIALS, Dashes
 
