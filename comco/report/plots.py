@@ -81,6 +81,13 @@ MIN_TEXT_PX = 10  # a legend's or title's letters at 100 % zoom: smaller is hard
 LEGEND_PT = 8  # 11 px letters at 100 dpi, 12 px at 110: above MIN_TEXT_PX
 
 
+def legend_entry(**style):
+    """A legend handle for marks drawn without a label of their own (a marker or a line style)."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], **style)
+
+
 def legend_beside(ax, handles=None, labels=None, fontsize: float = LEGEND_PT):
     """The panel's legend to its right, outside the data (never over a bar or a line), its
     letters readable at 100 % zoom; `save`'s tight layout makes room for it."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from comco.report import error_bars, interval_bars, legend_beside, pyplot, save
+from comco.report import error_bars, interval_bars, legend_beside, legend_entry, pyplot, save
 
 DPI = 100  # the report's figures are drawn at their size at 100 % zoom
 PAGE_IN = 10.0  # the page is 1000 px wide: a wider figure would be shrunk, and its letters with it
@@ -115,8 +115,6 @@ def draw_findings(title: str, ps: list[float], panels: dict[str, dict[str, list[
     """One panel per bias (TOR first-mention share, IOR largest-object share), a line per
     object count against p, the untrained prior of each count at the left (x = "untrained");
     one legend beside the last panel (the counts, the prior's marker, chance's line)."""
-    from matplotlib.lines import Line2D
-
     plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(min(PAGE_IN, 3.9 * len(panels) + 2.0), 3.8), squeeze=False)
     span = (max(ps) - min(ps)) or 1.0
@@ -142,8 +140,8 @@ def draw_findings(title: str, ps: list[float], panels: dict[str, dict[str, list[
         ax.set_xlabel("order bias p of the training captions")
         ax.set_ylabel("share of top-1 hits (%)")
         ax.set_title(name, fontsize=TITLE_PT)
-    handles["untrained architecture"] = Line2D([], [], marker="s", mfc="white", color="grey", linestyle="none")
-    handles["chance (1 / objects)"] = Line2D([], [], color="grey", linestyle=":", linewidth=1)
+    handles["untrained architecture"] = legend_entry(marker="s", mfc="white", color="grey", linestyle="none")
+    handles["chance (1 / objects)"] = legend_entry(color="grey", linestyle=":", linewidth=1)
     legend_beside(axes[0][-1], list(handles.values()), list(handles))
     fig.suptitle(title, fontsize=TITLE_PT + 1)
     return fig
