@@ -1,16 +1,21 @@
-"""The probe page in a real browser: headless Chromium opens report.html, every figure loads,
-and the screenshot shows each one (not a blank box).
+"""The probe page (or the lab report) in a real browser: headless Chromium opens report.html,
+every figure loads, and the screenshot shows each one (not a blank box).
 
     .venv/bin/python benchmarks/probe_page.py [--out PROBE_OUT] [--screenshot page.png]
+    .venv/bin/python benchmarks/probe_page.py --lab RUN [--screenshot page.png]
 
 Without --out it first runs `comco probe` on a tiny painted dataset (5 object names, 3- and
 4-object scenes) with two tiny random checkpoints. It prints, per figure, whether the
-browser loaded it, its natural and drawn size, and the share of non-white pixels inside
-its box on the screenshot; then, per probe, what the figure's layout gets wrong, drawn again
+browser loaded it, its natural and drawn size (a figure wider than the page is shrunk, its
+letters with it: a failure), and the share of non-white pixels inside its box on the
+screenshot; then, per probe, what the figure's layout gets wrong, drawn again
 from results.json as the page drew it (comco.report.plots.layout_problems: a title, legend or
 panel title over another or over a panel, text cut at the edge, legend letters under 10 px).
+With --lab RUN (a finished `comco lab run --out` folder) it first writes the run's report again
+from its stages (report.md, report.html, results.json, figures/; no stage runs), checking the
+layout of every figure as the report saves it (comco.report.checking_layout), then opens the page.
 It exits 1 when a figure did not load, draws blank or has a layout problem, or when the page
-has fewer figures than plots/ holds. Needs `chromium` (Debian's package).
+has fewer figures than plots/ (figures/) holds. Needs `chromium` (Debian's package).
 """
 
 from __future__ import annotations
@@ -109,19 +114,27 @@ def check_page(out: Path, screenshot: Path) -> dict:
              f"--screenshot={screenshot}", page.as_uri())
     for im in state["images"]:
         im["ink"] = ink(screenshot, [scale * v for v in im["box"]])
-        im["ok"] = im["complete"] and im["natural"][0] > 0 and im["ink"] >= MIN_INK
+        # a figure wider than the page is shrunk to fit, and its letters with it
+        im["shrunk"] = im["natural"][0] > 0 and im["box"][2] < 0.97 * im["natural"][0]
+        im["ok"] = im["complete"] and im["natural"][0] > 0 and im["ink"] >= MIN_INK and not im["shrunk"]
     shutil.rmtree(work)
-    state["plots"] = sorted(p.name for p in (out / "plots").glob("*.png")) if (out / "plots").is_dir() else []
+    figures = out / ("figures" if (out / "lab.json").is_file() else "plots")
+    state["plots"] = sorted(p.name for p in figures.glob("*.png")) if figures.is_dir() else []
     return state
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="a `comco probe --out` folder (default: make a tiny one)")
+    ap.add_argument("--lab", type=Path, help="a finished `comco lab run --out` folder: its report, written again")
     ap.add_argument("--screenshot", type=Path, help="where to keep the page's screenshot (PNG)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="comco-probe-page-"))
-    out = args.out or tiny_run(tmp)
+    if args.lab:
+        problems = lab_report(args.lab)
+        out = args.lab
+    else:
+        out = args.out or tiny_run(tmp)
     shot = args.screenshot or tmp / "page.png"
     t = time.perf_counter()
     state = check_page(out, shot)
@@ -129,15 +142,31 @@ def main() -> None:
     for im in state["images"]:
         print(f"{'ok  ' if im['ok'] else 'FAIL'} {im['alt']}: loaded {im['complete']}, natural "
               f"{im['natural'][0]}x{im['natural'][1]}, drawn {im['box'][2]:.0f}x{im['box'][3]:.0f}, "
-              f"{100 * im['ink']:.1f} % ink")
+              f"{100 * im['ink']:.1f} % ink" + (", shrunk to fit the page (its letters too)" if im["shrunk"] else ""))
     print(f"{len(state['images'])} figures on the page, {len(state['plots'])} in plots/; page {state['height']} px "
           f"tall; browser checks {seconds:.1f} s; page {out / 'report.html'}; screenshot {shot}")
-    problems = layout(out)
+    if not args.lab:
+        problems = layout(out)
     for probe, found in problems.items():
         print(f"{'ok  ' if not found else 'FAIL'} {probe} layout" + "".join(f"\n     {p}" for p in found))
     if not all(im["ok"] for im in state["images"]) or len(state["images"]) < len(state["plots"]) or \
             any(problems.values()):
         sys.exit(1)
+
+
+def lab_report(run: Path) -> dict[str, list[str]]:
+    """Write a finished lab run's report again from its stages; per figure, its layout problems."""
+    from comco.lab.graph import build_stages
+    from comco.lab.keys import REPORT
+    from comco.lab.recipe import load_recipe
+    from comco.lab.report import write_report
+    from comco.report import checking_layout
+
+    scale = json.loads((run / "lab.json").read_text())["scale"]
+    stages = build_stages(load_recipe(run / "recipe.toml", scale))
+    with checking_layout() as checked:
+        write_report(run, stages.get(REPORT), stages)
+    return {path.name: found for path, found in checked}
 
 
 def layout(out: Path) -> dict[str, list[str]]:

@@ -46,6 +46,8 @@ def gate_figures(data, embedder, template_name: str = "and", *, n_boot: int, see
     if not recs:
         return {}
     ids = [r["id"] for r in recs]
+    from comco.probes.retrieval import cosine
+
     images = embedder.images([data.image_path(r) for r in recs])
     out: dict[str, dict] = {}
 
@@ -59,7 +61,7 @@ def gate_figures(data, embedder, template_name: str = "and", *, n_boot: int, see
             sets.append(names)
     cap_emb = embedder.texts(caps)
     owner = np.array(owner)
-    sim = images @ cap_emb.T
+    sim = cosine(images, cap_emb)  # float64, as every probe: ties and near-ties decided alike every run
     order = np.argsort(-sim, axis=1, kind="stable")
     n_caps = len(caps)
     own = np.bincount(owner, minlength=len(recs))
@@ -97,14 +99,15 @@ def gate_figures(data, embedder, template_name: str = "and", *, n_boot: int, see
         rows = pairs[fig]
         if not rows:
             continue
-        good = np.einsum("ij,ij->i", images[[x[0] for x in rows]], embedder.texts([x[1] for x in rows]))
-        bad = np.einsum("ij,ij->i", images[[x[0] for x in rows]], embedder.texts([x[2] for x in rows]))
+        picked = np.asarray(images[[x[0] for x in rows]], dtype=np.float64)
+        good = np.einsum("ij,ij->i", picked, np.asarray(embedder.texts([x[1] for x in rows]), dtype=np.float64))
+        bad = np.einsum("ij,ij->i", picked, np.asarray(embedder.texts([x[2] for x in rows]), dtype=np.float64))
         out[fig] = accuracy(good > bad, [x[3] for x in rows], chance=0.5, seed=seed + 3 + r_, **kw)
 
     # presence: is the top-1 single-object text (TOR) / render (IOR) one the query holds?
     index = {n: k for k, n in enumerate(data.names)}
     gallery = embedder.texts(gallery_texts(template, data.names, data.object_set))
-    top = (cap_emb @ gallery.T).argmax(1)
+    top = cosine(cap_emb, gallery).argmax(1)
     present = [{index[n] for n in sets[c]} for c in range(n_caps)]
     hits = np.array([int(top[c]) in present[c] for c in range(n_caps)])
     out["presence TOR"] = accuracy(hits, [ids[o] for o in owner],
@@ -117,7 +120,7 @@ def gate_figures(data, embedder, template_name: str = "and", *, n_boot: int, see
         usable = [i for i, r in enumerate(recs) if all(key(o) in sindex for o in r["objects"])]
         if usable:
             singles = embedder.images([data.image_path(s) for s in data.singles])
-            top = (images[usable] @ singles.T).argmax(1)
+            top = cosine(images[usable], singles).argmax(1)
             want = [{sindex[key(o)] for o in recs[i]["objects"]} for i in usable]
             hits = np.array([int(t) in w for t, w in zip(top, want, strict=True)])
             out["presence IOR"] = accuracy(hits, [ids[i] for i in usable],
@@ -142,7 +145,7 @@ def ior_present_only(data, embedder, *, n_boot: int, seed: int) -> list[dict]:
     """Per object count: for each image, which of its own objects' single renders is most
     similar (size ranks by measured pixels; chance 1/n). Shares of all images, summing to 1."""
     from comco.probes.ior import _by_count, _singles_gallery
-    from comco.probes.retrieval import size_labels
+    from comco.probes.retrieval import cosine, size_labels
 
     if not data.singles:
         return []
@@ -158,7 +161,7 @@ def ior_present_only(data, embedder, *, n_boot: int, seed: int) -> list[dict]:
         best = []
         for r in recs:
             cols = [sindex[key(o)] for o in r["objects"]]
-            sims = images[row[r["id"]]] @ singles[cols].T
+            sims = cosine(images[row[r["id"]]][None], singles[cols])[0]
             best.append(_ranks([r])[0][int(np.argmax(sims))])
         best = np.array(best)
         ids = [r["id"] for r in recs]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from comco.report.plots import interval_bars, pyplot, save
 from comco.report.published import published_rows
+from comco.report.tables import MIN_TRIALS, Dashes, markdown_table, md_line, md_text, too_few
 from comco.report.tables import csv_text as table_csv
-from comco.report.tables import markdown_table, md_line, md_text
 
 TITLES = {
     "tor": "TOR: text-based object retrieval, by mention position",
@@ -60,7 +60,6 @@ NOTE_KEYS = ("queries", "kept_conditional", "skipped", "gallery", "pairs", "iden
              "empty_answers", "absent_named", "none_named")
 
 
-MIN_TRIALS = 20  # a number from fewer trials is shown as its count: its interval is too wide to read
 TOO_FEW = (f"A cell built from fewer than {MIN_TRIALS} trials (kept queries for a conditional share) shows its "
            f"count instead of a number (\"2 of 32 kept: too few to read\"); results.json and the CSV tables keep "
            f"every number. Each – carries a mark whose reason follows its table.")
@@ -79,25 +78,6 @@ def readable(stat: dict | None) -> bool:
     return not (v is None or (isinstance(v, float) and math.isnan(v))) and stat.get("n", MIN_TRIALS) >= MIN_TRIALS
 
 
-SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
-
-
-class Dashes:
-    """The reasons for a table's empty cells: each "–" carries the mark of its reason, and
-    the reasons follow the table as footnotes."""
-
-    def __init__(self):
-        self.reasons: list[str] = []
-
-    def dash(self, why: str) -> str:
-        if why not in self.reasons:
-            self.reasons.append(why)
-        return "–" + "".join(SUPERSCRIPTS[int(d)] for d in str(self.reasons.index(why) + 1))
-
-    def note(self) -> str:
-        return " ".join(f"{self.dash(why)[1:]} {why}." for why in self.reasons)
-
-
 def cell(stat: dict | None, dashes: Dashes, *, of: int | None = None, missing: str = "not measured",
          unit: str = "trials") -> str:
     """A table cell: the number with its interval, its count when too few trials ("2 of 32 kept:
@@ -107,9 +87,7 @@ def cell(stat: dict | None, dashes: Dashes, *, of: int | None = None, missing: s
     v, n = value(stat), stat.get("n")
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return dashes.dash(f"0 of {of} kept: {NO_KEPT}" if of else f"no {unit}")
-    if n is not None and n < MIN_TRIALS:
-        return f"{n} of {of} kept: too few to read" if of is not None else f"{n} {unit}: too few to read"
-    return fmt(stat)
+    return too_few(n, of, unit) or fmt(stat)
 
 
 def fmt(stat: dict) -> str:

@@ -57,3 +57,46 @@ def test_the_checker_sees_overlaps_tiny_legends_and_clipped_labels():
     assert any("axis label" in p and "cut by the figure's edge" in p for p in problems), problems
     assert any("mark 'n/a' lies outside the panel" in p for p in problems), problems
     plt.close(fig)
+
+
+def _stat(m):
+    return {"mean": m, "lo": m - 0.05, "hi": m + 0.05, "n": 3}
+
+
+def test_the_lab_figures_keep_their_legends_beside_the_panels_readable_and_nothing_cut(tmp_path):
+    """The lab report's dose-response, bar and findings figures, drawn as the report draws them."""
+    from comco.lab.report.figures import bar_plot, dose_plot, findings_plot
+    from comco.report import checking_layout
+
+    ps = [0.0, 0.5, 1.0]
+    shares = {f"{r} mentioned": [_stat(0.25), _stat(0.3), _stat(0.8 if r == "1st" else 0.05)]
+              for r in ("1st", "2nd", "3rd", "4th")}
+    models = {name: [_stat(0.5)] * 4 for name in ("base (scratch, p = 1)", "longclip", "debias")}
+    counts = {"3 objects": [_stat(0.4)] * 3, "4 objects": [_stat(0.3)] * 3}
+    panels = {"TOR: the first mention's share": counts, "IOR: the largest object's share": counts}
+    with checking_layout() as checked:
+        dose_plot(tmp_path / "tor.png", "TOR position shares, 4-object captions (simco)", ps, shares, 0.25,
+                  "share of top-1 hits (%)")
+        bar_plot(tmp_path / "ft.png", "Before / after fine-tuning (simco, 4 objects)",
+                 ["TOR `and`: 1st share", "TOR summary: 1st share", "IOR: largest share", "sensitivity: 1st share"],
+                 models, "share (%)", chance=0.25)
+        findings_plot(tmp_path / "findings.png", "The two biases against p (simco)", ps, panels,
+                      {k: {"3 objects": _stat(0.33), "4 objects": _stat(0.3)} for k in panels},
+                      {k: {"3 objects": 1 / 3, "4 objects": 0.25} for k in panels})
+    assert [path.name for path, _ in checked] == ["tor.png", "ft.png", "findings.png"]
+    assert {path.name: found for path, found in checked} == {"tor.png": [], "ft.png": [], "findings.png": []}
+    assert all(p.is_file() for p, _ in checked)
+
+
+def test_the_checker_sees_a_small_legend_inside_a_panel_and_cut_tick_labels():
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.bar([0, 1], [1, 2], label="measured")
+    ax.legend(fontsize=6)  # inside the panel, over its bars: 8 px letters at 100 dpi
+    ax.set_xticks([0, 1], ["a", "a tick label much too long for this little figure " * 2])
+    ax.tick_params(axis="x", labelrotation=0)
+    problems = layout_problems(fig, 100)
+    assert "legend of panel 1 overlaps panel 1" in problems, problems
+    assert any(p.startswith("legend of panel 1:") and "px letters" in p for p in problems), problems
+    assert any("tick label 'a tick label" in p and "cut by the figure's edge" in p for p in problems), problems
+    plt.close(fig)

@@ -74,7 +74,8 @@ def test_smoke_runs_every_stage_and_writes_the_report(run_dir):
         if line.startswith("|") and ("CLIP LAION" in line or "DeBias-CLIP paper" in line):
             assert "published" in line
     # one paragraph per result written from the numbers, comparing intervals
-    assert md.count("A line fitted through all") >= 6
+    # (or saying that its models' figures came from too few trials: IOR from 12 images per count)
+    assert md.count("A line fitted through all") + md.count("too few to read; it cannot test") >= 6
     assert "Paired by seed against the base model" in md
     # LABCLIP says whether binding is restored, against the published figure
     assert ("Binding is restored" in md or "Binding is not restored" in md) and "LABCLIP reports 95 %" in md

@@ -124,3 +124,34 @@ def test_ior_present_only_restricts_to_the_objects_in_the_image():
     for g in groups:
         assert g["metrics"]["present_only"][-1]["acc"] == 1.0
 
+
+
+def near_tie(names: dict[str, float]) -> np.ndarray:
+    """A shared axis of 1 plus 2^-15 on each named object's axis: two such vectors differ in their
+    product by multiples of 2^-30, exact in float64 and lost in float32 (1 + 2^-30 rounds to 1)."""
+    v = np.zeros(len(SET.names) + 1)
+    v[-1] = 1.0
+    for name, w in names.items():
+        v[SET.names.index(name)] = 2.0 ** -15 * w
+    return v
+
+
+def test_gates_compare_similarities_in_float64_like_the_other_probes():
+    """Float32 embeddings whose similarities differ only past float32's precision: every gate must
+    still tell the right caption, name and render from the wrong one (ties would fail them)."""
+    data = planned_data(n=24, objects=(3, 4))
+    table, largest = {}, {}
+    for r in data.records:
+        table[r["image"]] = near_tie({o["name"]: 1.0 for o in r["objects"]})
+        largest[r["image"]] = near_tie({o["name"]: 1.0 for o, k in zip(r["objects"], measured_ranks(r)) if k == 0})
+    for s in data.singles:
+        table[s["image"]] = largest[s["image"]] = near_tie({s["name"]: 1.0})
+    embedder = FakeEmbedder(lambda t: near_tie({n: 1.0 for n in mention_sequence(t, SET.names)}),
+                            lambda p: table[str(p)])
+    figs = gate_figures(data, embedder, "and", n_boot=20, seed=0)
+    for name in ("set R@1", "swap largest", "swap small", "presence TOR", "presence IOR"):
+        assert value(figs[name]) == 1.0, name
+    # present only: each image leans to its largest object by 2^-30 alone
+    leaning = FakeEmbedder(embedder.text_fn, lambda p: largest[str(p)])
+    groups = ior_present_only(data, leaning, n_boot=20, seed=0)
+    assert groups and all(g["metrics"]["present_only"][0]["acc"] == 1.0 for g in groups)

@@ -14,7 +14,10 @@ STYLE = ("body{font-family:sans-serif;max-width:1000px;margin:2em auto;line-heig
          "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
          "td,th{border:1px solid #bbb;padding:2px 6px;text-align:left}"
          "td+td{white-space:nowrap}.wide{overflow-x:auto}"  # a number and its interval on one line; wide tables scroll
+         "td.prose{white-space:normal;min-width:18em}"  # a question or a sentence in a cell wraps
          "img{max-width:100%}code{background:#f3f3f3}")
+
+PROSE, PROSE_CHARS = " class='prose'", 60  # a cell longer than a number with its interval and a note
 
 
 class Doc:
@@ -47,9 +50,9 @@ class Doc:
         """A table: a header and rows of cells (turned into text)."""
         self.blocks.append(("table", header, [[str(c) for c in r] for r in rows]))
 
-    def toc(self) -> None:
-        """A table of contents here: a link to every level-2 heading of the document."""
-        self.blocks.append(("toc",))
+    def toc(self, depth: int = 2) -> None:
+        """A table of contents here: a link to every heading of levels 2 to `depth` of the document."""
+        self.blocks.append(("toc", depth))
 
     def fold(self, summary: str) -> None:
         """Fold the blocks up to `end_fold()` behind a one-line summary (<details>, open on a click)."""
@@ -70,7 +73,8 @@ class Doc:
         out = []
         for b in self.blocks:
             if b[0] == "toc":
-                out += [f"- [{md_line(text)}](#{slug})" for text, slug in self._sections()] + [""]
+                out += [f"{'  ' * (level - 2)}- [{md_line(text)}](#{slug})"
+                        for level, text, slug in self._sections(b[1])] + [""]
             elif b[0] == "fold":  # GitHub renders the Markdown inside, after a blank line
                 out += [f"<details><summary>{html.escape(b[1])}</summary>", ""]
             elif b[0] == "end_fold":
@@ -92,8 +96,9 @@ class Doc:
                  f"<style>{STYLE}</style></head><body>"]
         for b in self.blocks:
             if b[0] == "toc":
-                parts.append("<nav><ul>" + "".join(f"<li><a href='#{slug}'>{inline(text)}</a></li>"
-                                                   for text, slug in self._sections()) + "</ul></nav>")
+                parts.append("<nav><ul>" + "".join(
+                    f"<li style='margin-left:{1.5 * (level - 2):g}em'><a href='#{slug}'>{inline(text)}</a></li>"
+                    for level, text, slug in self._sections(b[1])) + "</ul></nav>")
             elif b[0] == "fold":
                 parts.append(f"<details><summary>{inline(b[1])}</summary>")
             elif b[0] == "end_fold":
@@ -105,7 +110,8 @@ class Doc:
             elif b[0] == "table":
                 parts.append("<div class='wide'><table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in b[1])
                              + "</tr>")
-                parts += ["<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in b[2]]
+                parts += ["<tr>" + "".join(f"<td{PROSE if len(c) > PROSE_CHARS else ''}>{inline(c)}</td>" for c in r)
+                          + "</tr>" for r in b[2]]
                 parts.append("</table></div>")
             elif b[0] == "img":
                 data = base64.b64encode(b[1].read_bytes()).decode()
@@ -114,9 +120,9 @@ class Doc:
         return "\n".join(parts)
 
 
-    def _sections(self) -> list[tuple[str, str]]:
-        """(text, anchor) of every level-2 heading: the table of contents."""
-        return [(b[2], b[3]) for b in self.blocks if b[0] == "h" and b[1] == 2]
+    def _sections(self, depth: int = 2) -> list[tuple[int, str, str]]:
+        """(level, text, anchor) of every heading of levels 2 to `depth`: the table of contents."""
+        return [(b[1], b[2], b[3]) for b in self.blocks if b[0] == "h" and 2 <= b[1] <= depth]
 
 
 def anchor(text: str) -> str:

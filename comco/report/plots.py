@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -19,9 +20,26 @@ def pyplot():
     return plt
 
 
+_checked: list | None = None  # (path, layout problems) of every figure saved inside checking_layout()
+
+
+@contextmanager
+def checking_layout():
+    """Inside this, every figure `save` writes is first checked by layout_problems; yields the list
+    of (path, problems) it fills, so a page's figures can be checked as the page drew them."""
+    global _checked
+    outer, _checked = _checked, []
+    try:
+        yield _checked
+    finally:
+        _checked = outer
+
+
 def save(fig, path: str | Path, dpi: int = 100, rect: tuple | None = None) -> Path:
     """Write the figure as PNG (atomically) and close it; `rect` (left, bottom, right, top, as figure
     fractions) keeps the axes inside it, leaving room for a figure legend."""
+    if _checked is not None:
+        _checked.append((Path(path), layout_problems(fig, dpi, rect)))
     buffer = io.BytesIO()
     fig.tight_layout(rect=rect)
     fig.savefig(buffer, format="png", dpi=dpi)
@@ -60,12 +78,30 @@ def interval_bars(ax, groups: Sequence[str], series: dict[str, Sequence[tuple]],
 
 
 MIN_TEXT_PX = 10  # a legend's or title's letters at 100 % zoom: smaller is hard to read
+LEGEND_PT = 8  # 11 px letters at 100 dpi, 12 px at 110: above MIN_TEXT_PX
+
+
+def legend_entry(**style):
+    """A legend handle for marks drawn without a label of their own (a marker or a line style)."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], **style)
+
+
+def legend_beside(ax, handles=None, labels=None, fontsize: float = LEGEND_PT):
+    """The panel's legend to its right, outside the data (never over a bar or a line), its
+    letters readable at 100 % zoom; `save`'s tight layout makes room for it."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                     fontsize=fontsize, frameon=False)
 
 
 def layout_problems(fig, dpi: int, rect: tuple | None = None) -> list[str]:
     """What a reader would stumble on in a figure, laid out as `save` lays it out: the figure's
-    title, legends and panel titles that overlap one another or a panel, text drawn past the
-    figure's edge, a panel's marks outside it, and legend or title letters under MIN_TEXT_PX."""
+    title, legends (the figure's and the panels') and panel titles that overlap one another or a
+    panel, text drawn past the figure's edge (titles, legends, axis labels, tick labels), a panel's
+    marks outside it, and legend or title letters under MIN_TEXT_PX."""
     fig.set_dpi(dpi)
     fig.tight_layout(rect=rect)
     fig.canvas.draw()
@@ -80,6 +116,10 @@ def layout_problems(fig, dpi: int, rect: tuple | None = None) -> list[str]:
     for i, ax in enumerate(panels):
         if ax.get_title():
             named.append((f"panel {i + 1} title '{ax.get_title()}'", ax.title, ax.title.get_fontsize()))
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():  # a legend inside a panel covers its data
+            size = min((t.get_fontsize() for t in legend.get_texts()), default=MIN_TEXT_PX)
+            named.append((f"legend of panel {i + 1}", legend, size))
     boxes = [(name, artist.get_window_extent(renderer), size) for name, artist, size in named]
     problems = [f"{name}: {size * dpi / 72:.1f} px letters (under {MIN_TEXT_PX})" for name, _, size in boxes
                 if not name.startswith("panel") and size * dpi / 72 < MIN_TEXT_PX]
@@ -104,4 +144,12 @@ def layout_problems(fig, dpi: int, rect: tuple | None = None) -> list[str]:
             box = label.get_window_extent(renderer)
             if label.get_text() and (box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1):
                 problems.append(f"panel {j + 1}'s axis label '{label.get_text()}' is cut by the figure's edge")
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        ticks = [t for t in ax.get_xticklabels() if x0 <= t.get_position()[0] <= x1] + \
+            [t for t in ax.get_yticklabels() if y0 <= t.get_position()[1] <= y1]  # the ones drawn
+        for tick in ticks:
+            box = tick.get_window_extent(renderer)
+            if tick.get_visible() and tick.get_text() and \
+                    (box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1):
+                problems.append(f"panel {j + 1}'s tick label '{tick.get_text()}' is cut by the figure's edge")
     return problems

@@ -1,5 +1,6 @@
 """Tables for people (Markdown) and for spreadsheets (CSV), and the number formats the
-reports share: shares as percentages, intervals as [lo, hi]."""
+reports share: shares as percentages, intervals as [lo, hi], the minimum count a number
+needs to be read (MIN_TRIALS, too_few) and the footnoted reasons of empty cells (Dashes)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,31 @@ def interval(lo: float | None, hi: float | None, digits: int = 1, sep: str = "-"
     if lo is None or hi is None:
         return ""
     return f"{100 * lo:.{digits}f}{sep}{100 * hi:.{digits}f}"
+
+
+MIN_TRIALS = 20  # a number from fewer trials is shown as its count: its interval is too wide to read
+SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+
+
+def too_few(n: int | None, of: int | None = None, unit: str = "trials") -> str | None:
+    """A cell's text when its number comes from fewer than MIN_TRIALS trials ("2 of 32 kept: too
+    few to read", `of` the trials it was kept from; "12 images: too few to read"), else None."""
+    if n is None or n >= MIN_TRIALS:
+        return None
+    return f"{n} of {of} kept: too few to read" if of is not None else f"{n} {unit}: too few to read"
+
+
+class Dashes:
+    """The reasons for a table's empty cells: each "–" carries the mark of its reason, and
+    the reasons follow the table as footnotes."""
+
+    def __init__(self):
+        self.reasons: list[str] = []
+
+    def dash(self, why: str) -> str:
+        if why not in self.reasons:
+            self.reasons.append(why)
+        return "–" + "".join(SUPERSCRIPTS[int(d)] for d in str(self.reasons.index(why) + 1))
+
+    def note(self) -> str:
+        return " ".join(f"{self.dash(why)[1:]} {why}." for why in self.reasons)

@@ -12,7 +12,7 @@ from pathlib import Path
 from comco.io import write_text
 from comco.probes.natural.analyses import ANALYSES
 from comco.report.plots import pyplot, save
-from comco.report.tables import csv_text, interval, markdown_table, md_line, pct
+from comco.report.tables import MIN_TRIALS, Dashes, csv_text, interval, markdown_table, md_line, pct, too_few
 
 MEASURED = "measured"
 
@@ -26,7 +26,43 @@ def header_lines(payload: dict) -> list[str]:
         f"protocol: **{payload['protocol']}** = {payload['protocol_about']}",
         f"left out of the split: {skipped}",
         "values are % (R@k); measured R@1 with a 95 % bootstrap interval (text queries resampled by image)",
+        f"a measured R@k from fewer than {MIN_TRIALS} queries shows its count instead (\"12 text queries: too few "
+        "to read\"); results.json and the CSV keep every number; each – carries a mark whose reason follows its "
+        "table",
     ]
+
+
+def readable_rows(header: list[str], rows: list[dict], dashes: Dashes, queries, published: str) -> list[dict]:
+    """The Markdown table's rows: a measured recall from too few queries says so (`queries(row,
+    column)` gives (count, unit) for a recall column, else None), and every empty cell carries
+    the mark of its reason (`published`: why a published row lacks it)."""
+    out = []
+    for row in rows:
+        shown = dict(row)
+        for column in header:
+            q = queries(row, column) if row["source"] == MEASURED else None
+            few = too_few(q[0], unit=q[1]) if q else None
+            if few:
+                shown[column] = few
+            elif shown.get(column, "") == "":
+                shown[column] = dashes.dash(published if row["source"] != MEASURED else
+                                            "no interval: the bootstrap was not run" if "CI" in column else
+                                            "not measured")
+        out.append(shown)
+    return out
+
+
+def _retrieval_queries(row: dict, column: str):
+    """T2I recalls rank images for each text; I2T recalls rank texts for each image."""
+    if column.startswith("T2I"):
+        return row.get("texts"), "text queries"
+    if column.startswith("I2T"):
+        return row.get("images"), "image queries"
+    return None
+
+
+def _note(dashes: Dashes) -> list[str]:
+    return [dashes.note()] if dashes.reasons else []
 
 
 # ---------------------------------------------------------------- retrieval
@@ -52,9 +88,11 @@ def retrieval_rows(payload: dict) -> list[dict]:
 
 
 def write_retrieval_report(out: Path, payload: dict) -> list[Path]:
-    rows = retrieval_rows(payload)
-    md = "\n\n".join(["# Retrieval", "\n".join(f"- {md_line(line)}" for line in header_lines(payload)),
-                      markdown_table(RETRIEVAL_COLUMNS, rows)]) + "\n"
+    rows, dashes = retrieval_rows(payload), Dashes()
+    table = markdown_table(RETRIEVAL_COLUMNS, readable_rows(RETRIEVAL_COLUMNS, rows, dashes, _retrieval_queries,
+                                                            "the paper publishes R@1 only"))
+    md = "\n\n".join(["# Retrieval", "\n".join(f"- {md_line(line)}" for line in header_lines(payload)), table,
+                      *_note(dashes)]) + "\n"
     written = [write_text(out / "results.json", json.dumps(payload, indent=2) + "\n"),
                write_text(out / "retrieval.md", md),
                write_text(out / "retrieval.csv", csv_text(RETRIEVAL_COLUMNS, rows))]
@@ -101,8 +139,14 @@ def analysis_section(name: str, rows: list[dict]) -> str:
             wide.setdefault(key, {"source": row["source"], "model": row["model"],
                                   "captions": row.get("captions", "")})[row["variant"]] = row["R@1"]
     direction = "text-to-image" if analysis.direction == "t2i" else "image-to-text"
+    header, dashes = ["source", "model", *variants, "captions"], Dashes()
+
+    def queries(row: dict, column: str):  # every variant's recall is over the analysis's captions
+        return (row.get("captions"), "captions") if column in variants else None
+
+    shown = readable_rows(header, list(wide.values()), dashes, queries, "not published")
     return "\n\n".join([f"## {md_line(name)}: {md_line(analysis.title)}", f"{direction} R@1, %",
-                        markdown_table(["source", "model", *variants, "captions"], list(wide.values()))])
+                        markdown_table(header, shown), *_note(dashes)])
 
 
 def write_analyses_report(out: Path, payload: dict) -> list[Path]:

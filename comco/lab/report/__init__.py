@@ -65,6 +65,7 @@ def write_report(out: Path, report_stage, stages: list) -> dict:
     doc = Doc()
     doc.h(1, f"comco lab: {recipe['name']} ({recipe['scale']} scale)")
     doc.p(recipe["description"])
+    doc.toc(depth=3)
     figures = [findings_figure(fig, c.oset, c.ps, numbers["object_sets"][c.oset].get("dose_response", {}))
                for c in contexts]
     findings = [f for c in contexts for f in c.findings]

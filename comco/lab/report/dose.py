@@ -6,10 +6,13 @@ from __future__ import annotations
 from comco.lab.keys import prior_key, probe_key, scratch_key
 from comco.lab.report.context import SetContext
 from comco.lab.report.figures import dose_plot
-from comco.lab.report.stats import ORD, metric, num, pct, slope, summarize
+from comco.lab.report.stats import ORD, counted, metric, num, pct, slope, summarize, thin
 from comco.lab.report.verdict import DOWN, NEITHER, SLOPE_WIDE, UP, judge, loo_sentence
+from comco.report import MIN_TRIALS, Dashes
 
 PRIOR = "*architecture prior* (untrained)"
+NO_MODEL = "no model passed its gates at this p"
+NOT_PUBLISHED = "the paper publishes the shares only"
 
 
 def scratch_probes(c: SetContext, passing: set) -> dict:
@@ -37,6 +40,13 @@ def per_seed(probes: dict, p: float, seeds: list, family: str, n: str, template:
     return vals
 
 
+def seed_summary(probes: dict, p: float, seeds: list, family: str, n: str, template: str | None, idx: int,
+                 field: str = "share", bounds=(0.0, 1.0)) -> dict:
+    """Mean and interval across the seeds' models at p, with the fewest trials a model's figure came from."""
+    return counted(summarize(per_seed(probes, p, seeds, family, n, template, idx, field), bounds),
+                   per_seed(probes, p, seeds, family, n, template, idx, "n"))
+
+
 def answerable(probes: dict, ps: list, seeds: list, need: int) -> tuple[bool, str]:
     """Enough passing models for a fit: `need` at the lowest and the highest p, 3 in all."""
     counts = [sum(bool(probes.get((p, seed))) for seed in seeds) for p in ps]
@@ -46,11 +56,12 @@ def answerable(probes: dict, ps: list, seeds: list, need: int) -> tuple[bool, st
 
 def prior_stat(prior: list, family: str, n: str, template: str | None, idx: int, field: str = "share",
                bounds=(0.0, 1.0)) -> dict:
-    vals = []
+    vals, trials = [], []
     for r in prior:
         m = metric(r, family, n, template)
         vals.append(None if m is None or idx >= len(m[field]) else m[field][idx])
-    return summarize(vals, bounds)
+        trials.append(None if m is None or idx >= len(m["n"]) else m["n"][idx])
+    return counted(summarize(vals, bounds), trials)
 
 
 def xy(probes: dict, ps: list, seeds: list, family: str, n: str, template: str | None, idx: int):
@@ -104,26 +115,28 @@ def dose_sections(c: SetContext, probes: dict, counts: list[int], prior: list) -
     published = _published_tor()
     for n in counts:
         key = str(n)
-        table, series, raws = [], {}, {}
+        table, series, raws, dashes = [], {}, {}, Dashes()
         roles = ORD[:n]
         for idx, role in enumerate(roles):
-            series[f"{role} mentioned"] = [summarize(per_seed(probes, p, seeds, "tor", key, "and", idx)) for p in ps]
-            raws[role] = [summarize(per_seed(probes, p, seeds, "tor", key, "and", idx, "raw")) for p in ps]
+            series[f"{role} mentioned"] = [seed_summary(probes, p, seeds, "tor", key, "and", idx) for p in ps]
+            raws[role] = [seed_summary(probes, p, seeds, "tor", key, "and", idx, "raw") for p in ps]
         for j, p in enumerate(ps):
-            table.append([f"{p:g}"] + [pct(series[f"{r} mentioned"][j]) for r in roles]
-                         + [pct(raws[r][j]) for r in roles])
+            table.append([f"{p:g}"] + [pct(series[f"{r} mentioned"][j], dashes=dashes, missing=NO_MODEL) for r in roles]
+                         + [pct(raws[r][j], dashes=dashes, missing=NO_MODEL) for r in roles])
         if prior:
-            table.append([PRIOR] + [pct(prior_stat(prior, "tor", key, "and", i)) for i in range(n)]
-                         + [pct(prior_stat(prior, "tor", key, "and", i, "raw")) for i in range(n)])
+            table.append([PRIOR] + [pct(prior_stat(prior, "tor", key, "and", i), dashes=dashes) for i in range(n)]
+                         + [pct(prior_stat(prior, "tor", key, "and", i, "raw"), dashes=dashes) for i in range(n)])
         if n == 4:
             for label, vals in published:
-                table.append([f"*published:* {label}"] + [f"{v:.1f}" for v in vals] + ["–"] * n)
+                table.append([f"*published:* {label}"] + [f"{v:.1f}" for v in vals] + [dashes.dash(NOT_PUBLISHED)] * n)
         raw_chance = next((m["chance"][0] for r in [*probes.values(), *prior]
                            if (m := metric(r, "tor", key, "and")) and m["chance"][0] is not None), None)
         table.append(["*chance*"] + [f"{100 / n:.1f}"] * n
-                     + ["–" if raw_chance is None else f"{100 * raw_chance:.1f}"] * n)
+                     + [dashes.dash("no model measured, so no gallery gave the raw chance") if raw_chance is None
+                        else f"{100 * raw_chance:.1f}"] * n)
         c.doc.p(f"**{n} objects** (in %):")
         c.doc.table(["p"] + [f"{r} share" for r in roles] + [f"{r} raw top-1" for r in roles], table)
+        footnotes(c, dashes)
         path = dose_plot(c.fig / f"{c.oset}-tor-{n}.png", f"TOR position shares, {n}-object captions ({c.oset})",
                          ps, series, 1 / n, "share of top-1 hits (%)")
         c.doc.img(path, f"TOR dose-response {n} objects")
@@ -143,7 +156,7 @@ def dose_sections(c: SetContext, probes: dict, counts: list[int], prior: list) -
             jp = judge_prior(c, prior, "tor", key, "and", 1 / n)
             numbers[f"tor_{n}"]["prior_verdict"] = jp.to_dict()
             c.find(f"Does the untrained architecture already favour the first mention (TOR, {n} objects)?",
-                   f"{pct(pr)} % against chance {100 / n:.1f} %", jp)
+                   f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %", jp)
     _ior_sections(c, probes, prior, gate, numbers)
     _sensitivity_sections(c, probes, counts, prior, gate, numbers)
     numbers["passing"] = gate[1]
@@ -162,22 +175,27 @@ def _ior_sections(c: SetContext, probes: dict, prior: list, gate, numbers: dict)
     for n in ior_counts:
         key = str(n)
         roles = ["largest"] + [f"{ORD[k]} largest" for k in range(1, n)]
-        large = [summarize(per_seed(probes, p, seeds, "ior", key, None, 0)) for p in ps]
-        raw = [summarize(per_seed(probes, p, seeds, "ior", key, None, 0, "raw")) for p in ps]
-        present = [summarize(per_seed(probes, p, seeds, "ior_present", key, None, 0, "raw")) for p in ps]
-        rows = [[f"{p:g}", pct(large[j]), pct(raw[j]), pct(present[j])] for j, p in enumerate(ps)]
+        large = [seed_summary(probes, p, seeds, "ior", key, None, 0) for p in ps]
+        raw = [seed_summary(probes, p, seeds, "ior", key, None, 0, "raw") for p in ps]
+        present = [seed_summary(probes, p, seeds, "ior_present", key, None, 0, "raw") for p in ps]
+        dashes = Dashes()
+        rows = [[f"{p:g}"] + [pct(x[j], dashes=dashes, missing=NO_MODEL) for x in (large, raw, present)]
+                for j, p in enumerate(ps)]
         pr = None
         if prior:
             pr = prior_stat(prior, "ior", key, None, 0)
-            rows.append([PRIOR, pct(pr), pct(prior_stat(prior, "ior", key, None, 0, "raw")),
-                         pct(prior_stat(prior, "ior_present", key, None, 0, "raw"))])
+            rows.append([PRIOR, pct(pr, dashes=dashes),
+                         pct(prior_stat(prior, "ior", key, None, 0, "raw"), dashes=dashes),
+                         pct(prior_stat(prior, "ior_present", key, None, 0, "raw"), dashes=dashes)])
         if n == 4:
             for label, vals in _published_ior():
-                rows.append([f"*published:* {label}", f"{vals[0]:.1f}", "–", "–"])
-        rows.append(["*chance*", f"{100 / n:.1f}", "–", f"{100 / n:.1f}"])
+                rows.append([f"*published:* {label}", f"{vals[0]:.1f}"] + [dashes.dash(NOT_PUBLISHED)] * 2)
+        rows.append(["*chance*", f"{100 / n:.1f}", dashes.dash("the raw top-1's chance is 1 / the number of single "
+                                                               "renders (the gallery)"), f"{100 / n:.1f}"])
         c.doc.p(f"**{n} objects**:")
         c.doc.table(["p", "largest object's share (%)", "largest raw top-1 (%)",
                      "largest among the present only (%)"], rows)
+        footnotes(c, dashes)
         path = dose_plot(c.fig / f"{c.oset}-ior-{n}.png", f"IOR largest-object share, {n} objects ({c.oset})", ps,
                          {"largest object": large, "raw top-1 of largest": raw, "largest, present only": present},
                          1 / n, "%")
@@ -197,7 +215,7 @@ def _ior_sections(c: SetContext, probes: dict, prior: list, gate, numbers: dict)
             jp = judge_prior(c, prior, "ior", key, None, 1 / n)
             numbers[f"ior_{n}"]["prior_verdict"] = jp.to_dict()
             c.find(f"Does the untrained image tower already favour the largest object (IOR, {n} objects)?",
-                   f"{pct(pr)} % against chance {100 / n:.1f} %", jp)
+                   f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %", jp)
 
 
 def _sensitivity_sections(c: SetContext, probes: dict, counts: list, prior: list, gate, numbers: dict) -> None:
@@ -208,19 +226,23 @@ def _sensitivity_sections(c: SetContext, probes: dict, counts: list, prior: list
             "positions, and the mean distance at the first and the last position (the raw figures).")
     for n in counts:
         key = str(n)
-        share = [summarize(per_seed(probes, p, seeds, "sens", key, None, 0)) for p in ps]
-        d1 = [summarize(per_seed(probes, p, seeds, "sens", key, None, 0, "raw"), (0.0, 2.0)) for p in ps]
-        dl = [summarize(per_seed(probes, p, seeds, "sens", key, None, n - 1, "raw"), (0.0, 2.0)) for p in ps]
-        rows = [[f"{p:g}", pct(share[j]), num(d1[j]), num(dl[j])] for j, p in enumerate(ps)]
+        share = [seed_summary(probes, p, seeds, "sens", key, None, 0) for p in ps]
+        d1 = [seed_summary(probes, p, seeds, "sens", key, None, 0, "raw", bounds=(0.0, 2.0)) for p in ps]
+        dl = [seed_summary(probes, p, seeds, "sens", key, None, n - 1, "raw", bounds=(0.0, 2.0)) for p in ps]
+        dashes = Dashes()
+        rows = [[f"{p:g}", pct(share[j], dashes=dashes, missing=NO_MODEL), num(d1[j], dashes=dashes, missing=NO_MODEL),
+                 num(dl[j], dashes=dashes, missing=NO_MODEL)] for j, p in enumerate(ps)]
         pr = None
         if prior:
             pr = prior_stat(prior, "sens", key, None, 0)
-            rows.append([PRIOR, pct(pr), num(prior_stat(prior, "sens", key, None, 0, "raw", (0.0, 2.0))),
-                         num(prior_stat(prior, "sens", key, None, n - 1, "raw", (0.0, 2.0)))])
-        rows.append(["*uniform*", f"{100 / n:.1f}", "–", "–"])
+            rows.append([PRIOR, pct(pr, dashes=dashes),
+                         num(prior_stat(prior, "sens", key, None, 0, "raw", (0.0, 2.0)), dashes=dashes),
+                         num(prior_stat(prior, "sens", key, None, n - 1, "raw", (0.0, 2.0)), dashes=dashes)])
+        rows.append(["*uniform*", f"{100 / n:.1f}"] + [dashes.dash("a distance has no uniform level")] * 2)
         c.doc.p(f"**{n} objects**:")
         c.doc.table(["p", "1st position's share of the change (%)", "distance, 1st", f"distance, {ORD[n - 1]}"],
                     rows)
+        footnotes(c, dashes)
         sl = slope(*xy(probes, ps, seeds, "sens", key, None, 0))
         j = judge_slope(c, probes, "sens", key, None, 0)
         numbers[f"sensitivity_{n}"] = {"first_share": {f"{p:g}": share[i] for i, p in enumerate(ps)}, "slope": sl,
@@ -229,6 +251,12 @@ def _sensitivity_sections(c: SetContext, probes: dict, counts: list, prior: list
                                share[0], share[-1], sl, 1 / n, "the view that a first-mention bias makes the text "
                                "encoder weigh the first words most", gate, pr, j))
         c.find(f"Does p make the text embedding move most when the first name changes ({n} objects)?", _per_p(sl), j)
+
+
+def footnotes(c: SetContext, dashes: Dashes) -> None:
+    """The reason of every marked "–" of the table above."""
+    if dashes.reasons:
+        c.doc.p(dashes.note())
 
 
 def _per_p(sl: dict) -> str:
@@ -244,6 +272,10 @@ def dose_paragraph(what: str, ps: list, first: dict, last: dict, sl: dict, chanc
                 f"scale cannot answer the question; it cannot test {claim}.")
     if first.get("mean") is None or last.get("mean") is None:
         return f"{what.capitalize()}: not measured at both ends of p."
+    few = [s["trials"] for s in (first, last) if thin(s)]
+    if few:
+        return (f"{what[0].upper()}{what[1:]}: each model's figure comes from {min(few)} trials, fewer than "
+                f"{MIN_TRIALS}, too few to read; it cannot test {claim} at this scale.")
     text = (f"From p = {ps[0]:g} to p = {ps[-1]:g}, {what} goes from {pct(first)} to {pct(last)} "
             f"(uniform would be {100 * chance:.1f} %).")
     if prior and prior.get("mean") is not None:

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from comco.report import error_bars, interval_bars, pyplot, save
+from comco.report import error_bars, interval_bars, legend_beside, legend_entry, pyplot, save
+
+DPI = 100  # the report's figures are drawn at their size at 100 % zoom
+PAGE_IN = 10.0  # the page is 1000 px wide: a wider figure would be shrunk, and its letters with it
+TITLE_PT, TICK_PT = 10, 8
 
 
 def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: int = 8) -> Path | None:
@@ -32,7 +36,7 @@ def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: in
     plt = pyplot()
     cols = min(4, len(picks))
     rows = math.ceil(len(picks) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 4.0 * rows), squeeze=False)  # room for 5 title lines
+    fig, axes = plt.subplots(rows, cols, figsize=(PAGE_IN / 4 * cols, 3.7 * rows), squeeze=False)  # 5 title lines
     for ax in axes.flat:
         ax.axis("off")
     for ax, r in zip(axes.flat, picks):
@@ -40,8 +44,8 @@ def sample_grid(path: Path, train_root: Path, variants: dict[float, Path], k: in
             ax.imshow(np.asarray(im.convert("RGB")), interpolation="nearest")
         large = next(o["name"] for o in r["objects"] if o["size_rank"] == 0)
         lines = [f"#{r['id']} largest: {large}"] + [f"p={p:g}: {caps[p].get(r['id'], '')}" for p in caps]
-        ax.set_title("\n".join(_wrap(x, 38) for x in lines), fontsize=6.5, loc="left")
-    return save(fig, path)
+        ax.set_title("\n".join(_wrap(x, 30) for x in lines), fontsize=TICK_PT, loc="left")
+    return save(fig, path, dpi=DPI)
 
 
 def _wrap(text: str, n: int) -> str:
@@ -58,52 +62,72 @@ def _wrap(text: str, n: int) -> str:
 
 def dose_plot(path: Path, title: str, ps: list[float], series: dict[str, list[dict]], chance: float | None,
               ylabel: str) -> Path:
+    return save(draw_dose(title, ps, series, chance, ylabel), path, dpi=DPI)
+
+
+def draw_dose(title: str, ps: list[float], series: dict[str, list[dict]], chance: float | None, ylabel: str):
+    """A line per series against p, whiskers for the intervals, the legend beside the panel."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
     for j, (label, stats) in enumerate(series.items()):
         y, lo, hi = ([np.nan if s.get(k) is None else 100 * s[k] for s in stats] for k in ("mean", "lo", "hi"))
         ax.errorbar(np.array(ps) + 0.006 * (j - len(series) / 2), y, yerr=error_bars(y, lo, hi), marker="o",
                     capsize=3, label=label)
     if chance is not None:
         ax.axhline(100 * chance, color="k", linestyle="--", linewidth=1, label="chance (uniform)")
-    ax.set_xlabel("order bias p of the training captions (P[largest object named first])")
+    ax.set_xlabel("order bias p of the training captions\n(P[largest object named first])")
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    return save(fig, path)
+    ax.set_title(title, fontsize=TITLE_PT)
+    legend_beside(ax)
+    return fig
 
 
 def bar_plot(path: Path, title: str, groups: list[str], series: dict[str, list[dict]], ylabel: str,
              chance: float | None = None) -> Path:
+    return save(draw_bars(title, groups, series, ylabel, chance), path, dpi=DPI)
+
+
+def draw_bars(title: str, groups: list[str], series: dict[str, list[dict]], ylabel: str,
+              chance: float | None = None):
+    """Bars with interval whiskers per group, the legend beside the panel."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 1.5), 3.5))
+    width = min(PAGE_IN, max(5.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 1.5) + 2.2)
+    fig, ax = plt.subplots(figsize=(width, 3.8))
     x = np.arange(len(groups))
     interval_bars(ax, groups, {label: [(s["mean"], s.get("lo"), s.get("hi")) for s in stats]
                                for label, stats in series.items()})
     if chance is not None:
         ax.axhline(100 * chance, color="k", linestyle="--", linewidth=1, label="chance")
-    ax.set_xticks(x, groups, rotation=15, fontsize=7)
+    ax.set_xticks(x, [_wrap(g, 22) for g in groups], fontsize=TICK_PT)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6)
-    return save(fig, path)
+    ax.set_title(title, fontsize=TITLE_PT)
+    legend_beside(ax)
+    return fig
 
 
 def findings_plot(path: Path, title: str, ps: list[float], panels: dict[str, dict[str, list[dict]]],
                   priors: dict[str, dict[str, dict]], chances: dict[str, dict[str, float]]) -> Path:
+    return save(draw_findings(title, ps, panels, priors, chances), path, dpi=DPI)
+
+
+def draw_findings(title: str, ps: list[float], panels: dict[str, dict[str, list[dict]]],
+                  priors: dict[str, dict[str, dict]], chances: dict[str, dict[str, float]]):
     """One panel per bias (TOR first-mention share, IOR largest-object share), a line per
-    object count against p, the untrained prior of each count at the left (x = "prior")."""
+    object count against p, the untrained prior of each count at the left (x = "untrained");
+    one legend beside the last panel (the counts, the prior's marker, chance's line)."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(PAGE_IN, 3.9 * len(panels) + 2.0), 3.8), squeeze=False)
     span = (max(ps) - min(ps)) or 1.0
     x_prior = min(ps) - 0.25 * span
+    handles: dict = {}
     for ax, (name, series) in zip(axes[0], panels.items()):
         for j, (label, stats) in enumerate(series.items()):
+            colour = f"C{j}"  # the same count has the same colour in every panel (one legend serves both)
             y, lo, hi = ([np.nan if s.get(k) is None else 100 * s[k] for s in stats] for k in ("mean", "lo", "hi"))
             shift = 0.01 * span * (j - len(series) / 2)
             line = ax.errorbar(np.array(ps) + shift, y, yerr=error_bars(y, lo, hi), marker="o", capsize=3,
-                               label=label)
-            colour = line[0].get_color()
+                               color=colour, label=label)
+            handles.setdefault(label, line)
             prior = priors.get(name, {}).get(label)
             if prior and prior.get("mean") is not None:
                 py, plo, phi = ([np.nan if prior.get(k) is None else 100 * prior[k]] for k in ("mean", "lo", "hi"))
@@ -115,7 +139,9 @@ def findings_plot(path: Path, title: str, ps: list[float], panels: dict[str, dic
         ax.set_xticks([x_prior] + list(ps), ["untrained"] + [f"{p:g}" for p in ps])
         ax.set_xlabel("order bias p of the training captions")
         ax.set_ylabel("share of top-1 hits (%)")
-        ax.set_title(name, fontsize=9)
-        ax.legend(fontsize=7)
-    fig.suptitle(title + " (dotted: chance; hollow squares: the untrained architecture)", fontsize=9)
-    return save(fig, path)
+        ax.set_title(name, fontsize=TITLE_PT)
+    handles["untrained architecture"] = legend_entry(marker="s", mfc="white", color="grey", linestyle="none")
+    handles["chance (1 / objects)"] = legend_entry(color="grey", linestyle=":", linewidth=1)
+    legend_beside(axes[0][-1], list(handles.values()), list(handles))
+    fig.suptitle(title, fontsize=TITLE_PT + 1)
+    return fig

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from comco.lab.keys import finetune_key, probe_key, scratch_key
 from comco.lab.report.context import SetContext
-from comco.lab.report.dose import PRIOR, prior_stat
+from comco.lab.report.dose import NOT_PUBLISHED, PRIOR, footnotes, prior_stat
 from comco.lab.report.figures import bar_plot
-from comco.lab.report.stats import metric, paired, pct, signed, summarize
+from comco.lab.report.stats import counted, metric, paired, pct, signed, summarize
 from comco.lab.report.verdict import DOWN, NEITHER, UP, compare, direction, judge_paired, loo_sentence
+from comco.report import Dashes
+
+NO_PASSING = "no model passed its gates here"
 
 COLS = [("TOR `and`: 1st share", "tor", "and", 0), ("TOR summary: 1st share", "tor", "summary", 0),
         ("IOR: largest share", "ior", None, 0), ("sensitivity: 1st share", "sens", None, 0)]
@@ -50,7 +53,7 @@ def finetune_sections(c: SetContext, passing: set, prior: list) -> dict:
     ran = [c.run.results(k) for _, keys in models for k in keys]
     counts = sorted({n for r in ran for n in r.get("tor", {}).get("and", {})}, key=int)
     n = counts[-1] if counts else None
-    table, per_metric = [], {col[0]: {} for col in COLS}
+    table, per_metric, dashes = [], {col[0]: {} for col in COLS}, Dashes()
     raw_cols = COLS[:3]  # raw top-1 beside the retrieval shares (sensitivity's raw is a distance)
     for label, _ in models:
         row = [label, sum(bool(r) for r in res[label])]
@@ -58,18 +61,23 @@ def finetune_sections(c: SetContext, passing: set, prior: list) -> dict:
             vals = [None if metric(r, fam, n, tpl) is None else metric(r, fam, n, tpl)["share"][idx]
                     for r in res[label]]
             per_metric[cname][label] = vals
-            row.append(pct(summarize(vals)))
+            row.append(pct(counted(summarize(vals), _trials(res[label], fam, n, tpl, idx)), dashes=dashes,
+                           missing=NO_PASSING))
         for _, fam, tpl, idx in raw_cols:
-            row.append(pct(summarize([None if metric(r, fam, n, tpl) is None else metric(r, fam, n, tpl)["raw"][idx]
-                                      for r in res[label]])))
+            raw = [None if metric(r, fam, n, tpl) is None else metric(r, fam, n, tpl)["raw"][idx] for r in res[label]]
+            row.append(pct(counted(summarize(raw), _trials(res[label], fam, n, tpl, idx)), dashes=dashes,
+                           missing=NO_PASSING))
         table.append(row)
     if prior:
-        table.append([PRIOR, "–"] + [pct(prior_stat(prior, fam, n, tpl, idx)) for _, fam, tpl, idx in COLS]
-                     + [pct(prior_stat(prior, fam, n, tpl, idx, "raw")) for _, fam, tpl, idx in raw_cols])
+        table.append([PRIOR, dashes.dash("the untrained models have no gates to pass")]
+                     + [pct(prior_stat(prior, fam, n, tpl, idx), dashes=dashes) for _, fam, tpl, idx in COLS]
+                     + [pct(prior_stat(prior, fam, n, tpl, idx, "raw"), dashes=dashes)
+                        for _, fam, tpl, idx in raw_cols])
     c.doc.p(f"**{n}-object test scenes**, in % (mean over the seeds whose model passed the competence gates, 95 % "
             f"t-interval); chance {100 / int(n):.1f} % for a share:")
     c.doc.table(["model", "seeds passing"] + [col[0] for col in COLS]
                 + [col[0].replace("share", "raw top-1") for col in raw_cols], table)
+    footnotes(c, dashes)
     base_label = models[0][0]
     series = {label: [summarize(per_metric[col[0]][label]) for col in COLS] for label, _ in models}
     path = bar_plot(c.fig / f"{c.oset}-finetune.png", f"Before / after fine-tuning ({c.oset}, {n} objects)",
@@ -170,7 +178,7 @@ def analyses_section(c: SetContext, res: dict, models: list) -> dict:
     for name in names:
         title, task = ANALYSIS_TITLES[name]
         variants = None
-        rows, series, per_seed = [], {}, {}
+        rows, series, per_seed, dashes = [], {}, {}, Dashes()
         for label, _ in models:
             entries = [r.get("analyses", {}).get(name) for r in res[label]]
             if not any(entries):
@@ -179,13 +187,17 @@ def analyses_section(c: SetContext, res: dict, models: list) -> dict:
             vals = [[e["variants"][v][task]["value"] if e else None for e in entries] for v in variants]
             stats = [summarize(v) for v in vals]
             series[label], per_seed[label] = stats, vals
-            rows.append([label] + [pct(x) for x in stats])
+            trials = [[e["variants"][v][task].get("n") if e else None for e in entries] for v in variants]
+            rows.append([label] + [pct(counted(x, t), dashes=dashes, missing=NO_PASSING)
+                                   for x, t in zip(stats, trials)])
             numbers.setdefault(name, {})[label] = {v: st for v, st in zip(variants, stats)}
         for ref in published_analysis("docci", name):
             rows.append([f"*published:* {ref['model']} (DeBias-CLIP paper, DOCCI)"] +
-                        [f"{100 * ref['r1'][v]:.1f}" if v in ref["r1"] else "–" for v in variants])
+                        [f"{100 * ref['r1'][v]:.1f}" if v in ref["r1"] else
+                         dashes.dash(NOT_PUBLISHED.replace("the shares", "other variants")) for v in variants])
         c.doc.p(f"**{title}**")
         c.doc.table(["model"] + variants, rows)
+        footnotes(c, dashes)
         path = bar_plot(c.fig / f"{c.oset}-analysis-{name}.png", f"{title} ({c.oset})", variants, series, "R@1 (%)")
         c.doc.img(path, f"analysis {name}")
         c.doc.p(analysis_paragraph(name, series, per_seed))
@@ -220,7 +232,7 @@ def claims_table(c: SetContext, res: dict, models: list) -> dict:
             out.append(v[a][task]["value"] - v[b][task]["value"] if a in v and b in v else None)
         return out
 
-    rows, numbers, verdicts, found = [], {}, [], []
+    rows, numbers, verdicts, found, dashes = [], {}, [], [], Dashes()
     for claim, name, task, a, b, what in CLAIMS:
         gaps = {label: gap(label, name, task, a, b) for label in labels}
         if not any(x is not None for x in gaps[db]):
@@ -229,8 +241,10 @@ def claims_table(c: SetContext, res: dict, models: list) -> dict:
         j = judge_paired(gaps[db], gaps[lc], c.seeds, need=c.need, claimed=DOWN)
         verdict = CLAIM_WORDS.get(j.verdict, f"cannot answer ({j.reason})")
         band = "–" if d.get("lo") is None else f"{100 * d['mean']:+.1f} [{100 * d['lo']:+.1f}, {100 * d['hi']:+.1f}]"
-        rows.append([claim, f"{what} ({task} R@1)"] + [pct(summarize(gaps[label], (-1.0, 1.0)))
-                                                          for label in labels] + [band, verdict])
+        shown = dashes.dash("fewer than two seeds with both models: no paired interval") if band == "–" else band
+        rows.append([claim, f"{what} ({task} R@1)"]
+                    + [pct(summarize(gaps[label], (-1.0, 1.0)), dashes=dashes, missing=NO_PASSING) for label in labels]
+                    + [shown, verdict])
         numbers[claim] = {"gaps": {label: summarize(gaps[label], (-1.0, 1.0)) for label in labels},
                           "debias_minus_longclip": d, "verdict": verdict.strip("*"), "judgement": j.to_dict()}
         verdicts.append(f"{claim}: {verdict.strip('*')}")
@@ -244,6 +258,7 @@ def claims_table(c: SetContext, res: dict, models: list) -> dict:
             "Long-CLIP paired by seed. A claim is reproduced where that paired interval lies below zero with every "
             "seed and with any one seed left out (fragile where it does so only with every seed).")
     c.doc.table(["claim", "gap"] + labels + [f"{db} - {lc}, paired", "verdict"], rows)
+    footnotes(c, dashes)
     c.doc.p("In short: " + "; ".join(verdicts) + ".")
     for question, number, j in found:
         c.find(question, number, j)
@@ -267,3 +282,9 @@ def analysis_paragraph(name: str, series: dict, per_seed: dict) -> str:
             "summary": "How much of retrieval rests on the summary sentence?"}[name]
     return lead + " " + " ".join(parts)
 
+
+
+def _trials(results: list, family: str, n, template, idx: int) -> list:
+    """The trial count behind each model's figure (counted() keeps the fewest)."""
+    return [None if (m := metric(r, family, n, template)) is None or idx >= len(m["n"]) else m["n"][idx]
+            for r in results]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from comco.lab.keys import labclip_key
 from comco.lab.report.context import SetContext
+from comco.lab.report.dose import footnotes
 from comco.lab.report.figures import bar_plot
 from comco.lab.report.finetune import change_sentence
 from comco.lab.report.stats import cell, paired, pct, signed, summarize
 from comco.lab.report.verdict import UP, judge_paired, loo_sentence
+from comco.report import Dashes
 
 # LABCLIP's held-out binding on CLEVR (ViT-B/32, REFERENCE.md), and what the lab calls restored
 PUBLISHED_LABCLIP_BINDING = 0.95
@@ -26,13 +28,13 @@ def labclip_section(c: SetContext) -> dict:
     lab = s["labclip"]
     p_lab = lab["order_bias"]
     need = s["gates"]["colour_probe"]
-    base_rows, kept = [], []
+    base_rows, kept, dashes = [], [], Dashes()
     for seed, r in runs:
         before_probe = r["binding_probe"]["before"]
         vals = {role: before_probe[role] for role in ("image probe", "text probe")}
         ok = all(v.get("value") is not None and v["value"] >= need for v in vals.values())
-        base_rows.append([f"colour base, seed {seed}"] + [cell(v) for v in vals.values()]
-                         + [cell(before_probe["cross-modal"]), "pass" if ok else "**fail**"])
+        base_rows.append([f"colour base, seed {seed}"] + [cell(v, dashes) for v in vals.values()]
+                         + [cell(before_probe["cross-modal"], dashes), "pass" if ok else "**fail**"])
         kept.append(r if ok else None)
     chance_img = runs[0][1]["binding_probe"]["before"]["image probe"].get("chance")
     c.doc.p(f"The LABCLIP base: a scratch CLIP of the same size trained for {lab['base_steps']} steps on the "
@@ -42,6 +44,8 @@ def labclip_section(c: SetContext) -> dict:
             f"combinations held out from the probe's training) at >= {100 * need:g} %, against a majority-colour "
             f"baseline of {'–' if chance_img is None else f'{100 * chance_img:.1f}'} %.")
     c.doc.table(["base", "image probe", "text probe", "cross-modal binding", "gate"], base_rows)
+    footnotes(c, dashes)
+    dashes = Dashes()
     seeds = [seed for seed, _ in runs]
     passed = [r for r in kept if r]
     if not passed:
@@ -56,17 +60,21 @@ def labclip_section(c: SetContext) -> dict:
     for when in ("before", "after"):
         stats = [summarize([r["binding_probe"][when][role]["value"] for r in passed]) for role in roles]
         series[f"{when} LABCLIP"] = stats
-        probe_rows.append([f"{when} LABCLIP"] + [pct(x) for x in stats])
-    probe_rows.append(["*chance*", "–" if chance_img is None else f"{100 * chance_img:.1f} (majority colour)", "–",
+        probe_rows.append([f"{when} LABCLIP"] + [pct(x, dashes=dashes) for x in stats])
+    no_chance = "the majority-colour baseline was not recorded for this probe"
+    probe_rows.append(["*chance*", dashes.dash(no_chance) if chance_img is None
+                       else f"{100 * chance_img:.1f} (majority colour)", dashes.dash(no_chance),
                        "50.0"])
     probe_rows.append(["*published:* CLIP ViT-B/32, CLEVR (LABCLIP, secondary)", "96.0", "100.0", "58.0"])
-    probe_rows.append(["*published:* LABCLIP ViT-B/32, CLEVR (secondary)", "–", "–",
+    probe_rows.append(["*published:* LABCLIP ViT-B/32, CLEVR (secondary)"]
+                      + [dashes.dash("LABCLIP publishes the cross-modal binding after the map only")] * 2 + [
                        f"{100 * PUBLISHED_LABCLIP_BINDING:.1f}"])
     c.doc.p(f"A linear map on the base's text embeddings (the base frozen), trained for {lab['steps']} steps on "
             f"another `--colors` dataset of {lab['images']} images with attribute-swapped captions as hard "
             f"negatives; {len(passed)} base(s) that passed. Held-out binding accuracy (image closer to its caption "
             f"than to the colour-swapped one; chance 50 %): before {pct(before)}, after {pct(after)}.")
     c.doc.table(["model", "image probe (colour per object)", "text probe", "cross-modal (all images)"], probe_rows)
+    footnotes(c, dashes)
     path = bar_plot(c.fig / f"{c.oset}-labclip.png", f"LABCLIP binding ({c.oset})", roles, series, "accuracy (%)")
     c.doc.img(path, "LABCLIP binding")
     # the map is trained on each base, so before and after are paired by base
@@ -91,6 +99,6 @@ def labclip_section(c: SetContext) -> dict:
     c.doc.p(text)
     c.find("Does the LABCLIP map raise held-out attribute binding (paired by base)?", f"{signed(d)}", j)
     c.find(f"Does LABCLIP restore binding (after the map above {100 * RESTORED_BINDING:.0f} %)?",
-           f"{pct(after)} %", restored_j)
+           pct(after, unit=" %"), restored_j)
     return {"before": before, "after": after, "change": d, "verdict": j.to_dict(),
             "restored_verdict": restored_j.to_dict(), "probes": {k: dict(zip(roles, v)) for k, v in series.items()}}

@@ -9,7 +9,7 @@ import time
 from collections import defaultdict
 
 from comco import __version__
-from comco.report import Doc
+from comco.report import Dashes, Doc
 
 REPRODUCIBLE = ("The numbers are bit-reproducible on the same kind of machine (the same torch and the same CPU "
                 "capability: a rerun there gives identical models and identical numbers), not across CPU types: "
@@ -79,15 +79,18 @@ def what_was_run(doc: Doc, recipe: dict, stages: list, info: dict[str, dict], ma
           f"{s['scratch']['width']}, {s['scratch']['layers']} layers, patch {s['scratch']['patch_size']}, context "
           f"{s['scratch']['context_length']}, {s['scratch']['steps']} steps of batch {s['scratch']['batch_size']} "
           f"(lr {s['scratch']['lr']:g}) on captions {', '.join(s['scratch']['captions'])}.")
-    rows = []
+    rows, dashes = [], Dashes()
     for st in stages:
         if st.kind in ("render", "captions"):
             sm = info.get(st.id, {}).get("summary", {})
             if sm:
-                rows.append([st.id, sm.get("images"), sm.get("singles", "–"), sm.get("config_hash"),
-                             sm.get("scenes_sha256")])
+                singles = sm["singles"] if "singles" in sm else \
+                    dashes.dash("a captions stage uses its render's single-object renders")
+                rows.append([st.id, sm.get("images"), singles, sm.get("config_hash"), sm.get("scenes_sha256")])
     doc.p("Datasets (`config_hash` as in each dataset.json; `scenes sha256` of scenes.jsonl, first 16 hex digits):")
     doc.table(["dataset", "images", "singles", "config_hash", "scenes sha256"], rows)
+    if dashes.reasons:
+        doc.p(dashes.note())
     by_kind = defaultdict(lambda: [0, 0.0])
     rows = []
     for st in stages:
@@ -106,5 +109,6 @@ def what_was_run(doc: Doc, recipe: dict, stages: list, info: dict[str, dict], ma
     doc.p(f"From the start of the first stage to the end of the last one before the report: {span / 60:.1f} minutes "
           "(elapsed; if the stages were computed over several runs this includes the time between them; "
           "`runs.jsonl` logs every run).")
-    doc.p("Every stage (seconds, torch threads, when it finished, UTC):")
+    doc.fold(f"Every stage ({len(rows)}: seconds, torch threads, when it finished, UTC)")
     doc.table(["stage", "kind", "seconds", "threads", "finished"], rows)
+    doc.end_fold()

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from comco.report import too_few
+
 # two-sided 95 % Student t quantiles by degrees of freedom
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
         12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
@@ -69,19 +71,37 @@ def width(s: dict) -> float:
     return float("inf") if s.get("lo") is None else s["hi"] - s["lo"]
 
 
-def pct(s: dict | None, digits: int = 1) -> str:
-    """A share as % with its interval: "53.4 [36.3, 70.6]"."""
-    return _interval(s, 100.0, digits)
+def pct(s: dict | None, digits: int = 1, dashes=None, missing: str = "not measured", unit: str = "") -> str:
+    """A share as % with its interval: "53.4 [36.3, 70.6]" (then `unit`, " %" in a sentence);
+    "12 trials per model: too few to read" when a model's figure came from fewer than MIN_TRIALS
+    trials (s["trials"], counted()); with `dashes` (comco.report.Dashes) an empty cell carries
+    the mark of `missing`, its reason."""
+    text = _interval(s, 100.0, digits, dashes, missing)
+    return text if text.startswith("–") or thin(s) is not None else text + unit
 
 
-def num(s: dict | None, digits: int = 3) -> str:
-    """A raw figure with its interval: "0.123 [0.101, 0.145]"."""
-    return _interval(s, 1.0, digits)
+def thin(s: dict | None) -> str | None:
+    """too_few's text when the summary's models had fewer than MIN_TRIALS trials, else None."""
+    return too_few((s or {}).get("trials"), unit="trials per model")
 
 
-def _interval(s: dict | None, scale: float, digits: int) -> str:
+def num(s: dict | None, digits: int = 3, dashes=None, missing: str = "not measured") -> str:
+    """A raw figure with its interval: "0.123 [0.101, 0.145]" (the minimum and dashes as pct)."""
+    return _interval(s, 1.0, digits, dashes, missing)
+
+
+def counted(s: dict, trials: list) -> dict:
+    """The summary with the fewest trials any of its models' figures came from (s["trials"])."""
+    known = [int(t) for t in trials if _present(t)]
+    return {**s, "trials": min(known)} if known else s
+
+
+def _interval(s: dict | None, scale: float, digits: int, dashes=None, missing: str = "not measured") -> str:
     if not s or s.get("mean") is None:
-        return "–"
+        return dashes.dash(missing) if dashes is not None else "–"
+    few = thin(s)
+    if few:
+        return few
     if s.get("lo") is None:
         return f"{scale * s['mean']:.{digits}f} (1 seed)"
     return f"{scale * s['mean']:.{digits}f} [{scale * s['lo']:.{digits}f}, {scale * s['hi']:.{digits}f}]"
@@ -96,11 +116,15 @@ def signed(d: dict, unit: str = " points") -> str:
     return f"{100 * d['mean']:+.1f}{unit} [{100 * d['lo']:+.1f}, {100 * d['hi']:+.1f}]"
 
 
-def cell(f: dict | None) -> str:
+def cell(f: dict | None, dashes=None, missing: str = "not measured") -> str:
     """A gate figure with its bootstrap interval, the bounds at the value's precision
-    (99.8 [99.4, 100.0], never 99.8 [100, 100])."""
+    (99.8 [99.4, 100.0], never 99.8 [100, 100]); its count when it came from fewer than
+    MIN_TRIALS trials ("12 trials: too few to read"); with `dashes` an empty cell is marked."""
     if not f or f.get("value") is None or (isinstance(f["value"], float) and math.isnan(f["value"])):
-        return "–"
+        return dashes.dash(missing) if dashes is not None else "–"
+    few = too_few(f.get("n"))
+    if few:
+        return few
     if f.get("lo") is None:
         return f"{100 * f['value']:.1f}"
     return f"{100 * f['value']:.1f} [{100 * f['lo']:.1f}, {100 * f['hi']:.1f}]"
@@ -128,4 +152,4 @@ def metric(res: dict, family: str, n: str, template: str | None = None) -> dict 
     if not stats:
         return None
     return {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
-            "chance": [s.get("chance") for s in stats]}
+            "chance": [s.get("chance") for s in stats], "n": [s.get("n") for s in stats]}
