@@ -9,6 +9,9 @@ from comco.errors import UserError
 
 SELF_CONTAINED = ("hf:", "ckpt:", "longclip:", "debias:", "st:")
 TEXT_ONLY = ("st:",)  # sentence encoders: no image tower  # folders and checkpoints carry their own weights
+# References that score a whole text (a generative VLM's caption likelihood) and give no text
+# embedding: nothing to average per object (`probe --text-aggregate`).
+NO_TEXT_EMBEDDINGS = ("vlm:",)
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,11 @@ class ModelRef:
     def text_only(self) -> bool:
         """A text encoder without an image tower (`st:`): image probes, eval and training refuse it."""
         return self.name.startswith(TEXT_ONLY)
+
+    @property
+    def embeds_phrases(self) -> bool:
+        """Turns any text, a one-object phrase too, into one embedding (every CLIP tower and sentence encoder)."""
+        return not self.name.startswith(NO_TEXT_EMBEDDINGS)
 
     @property
     def random(self) -> bool:
