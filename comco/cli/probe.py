@@ -88,7 +88,7 @@ def probe(
             raise UserError(f"--gallery {gallery} is for --text-only without a DATASET")
     check_seed(seed)
     check_device(device)
-    from comco.probes.aggregate import check_aggregate
+    from comco.probes import check_aggregate
 
     check_aggregate(text_aggregate, refs)
     if dataset is not None and not Path(dataset).is_dir():
