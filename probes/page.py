@@ -19,6 +19,7 @@ from comco.probes.report import (
     ALL_COUNTS,
     TOO_FEW,
     Dashes,
+    base_probe,
     cell,
     cells_note,
     csv_text,
@@ -86,10 +87,16 @@ def headline(results: dict) -> dict[str, dict[str, dict | None]]:
         for ix in indices(results):
             g = headline_group(results["probes"].get(ix.probe, {}).get(m["label"], []))
             share = g and _role(g, "conditional", ix.role)
-            row[ix.key] = None if not share else {"group": f"{ix.probe.upper()}: {g['key']}", "share": share,
+            row[ix.key] = None if not share else {"group": f"{_probe_label(ix.probe)}: {g['key']}", "share": share,
                                                   "raw": _role(g, "unconditional", ix.role)}
         out[m["label"]] = row
     return out
+
+
+def _probe_label(probe: str) -> str:
+    """"tor" -> "TOR", "tor-per-object" -> "TOR (per-object texts)"."""
+    base, agg = base_probe(probe)
+    return base.upper() + (f" ({agg} texts)" if agg else "")
 
 
 def _value(stat: dict | None) -> float:

@@ -142,6 +142,8 @@ def test_the_command_writes_the_table_and_needs_images(tmp_path):
     assert [s["role"] for s in groups[0]["metrics"][METRIC]] == list(KINDS)
     page = (out / "report.md").read_text()
     assert "Half-truths" in page and "wrong relation" in page and "chance" in page
+    per_count = groups[0]["metrics"][METRIC][0]["n"]
+    assert per_count < 20 and f"{per_count} trials: too few to read" in page  # the page's MIN_TRIALS rule
     assert "wrong colour" in (out / "half-truth.csv").read_text()
     plan_only = make_dataset(tmp_path / "plan", n=4, render=False)
     r = subprocess.run([*base, plan_only, "--out", tmp_path / "no"], capture_output=True, text=True)
