@@ -9,7 +9,7 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "write_reports": "page", "Embedder": "embed", "DEFAULT_CACHE": "embed", "open_dataset": "probe_data",
     "sensitivity": "sensitivity", "tor_summary": "sensitivity",
     "name_list": "texts", "check_gallery": "tor",
-    "MAX_BOOTSTRAP": "stats",
+    "MAX_BOOTSTRAP": "stats", "check_aggregate": "aggregate",
     "caption_retrieval": "caption_retrieval", "development_point": "development",
     "GATE_FIGURES": "gates", "gate_figures": "gates", "gate_passes": "gates", "ior_present_only": "gates",
 })

@@ -17,18 +17,19 @@ from pathlib import Path
 from comco.io import write_json, write_jsonl, write_text
 from comco.probes.report import (
     ALL_COUNTS,
-    PROBE_NOTES,
-    TITLES,
     TOO_FEW,
     Dashes,
+    base_probe,
     cell,
     cells_note,
     csv_text,
     figure_path,
     markdown,
     probe_figure,
+    probe_note,
     readable,
     table_block,
+    title,
 )
 from comco.probes.report import tables as probe_tables
 from comco.report.document import Doc
@@ -52,6 +53,16 @@ INDICES = (
     BiasIndex("first", "first-mention bias", "tor", "1st", "TOR: the first-mentioned object's share"),
     BiasIndex("largest", "large-object bias", "ior", "largest", "IOR: the largest object's share"),
 )
+# With --text-aggregate: the first-mention bias once more, on per-object phrase means (the mitigation)
+AGGREGATED_INDICES = (
+    BiasIndex("first per-object", "first-mention bias, per-object texts", "tor-per-object", "1st",
+              "TOR on per-object phrase means: the first-mentioned object's share"),
+)
+
+
+def indices(results: dict) -> tuple[BiasIndex, ...]:
+    """The bias indices the run's headline shows."""
+    return INDICES + (AGGREGATED_INDICES if results.get("options", {}).get("text_aggregate") else ())
 
 
 def headline_group(groups: list[dict]) -> dict | None:
@@ -74,13 +85,19 @@ def headline(results: dict) -> dict[str, dict[str, dict | None]]:
     out = {}
     for m in results["models"]:
         row = {}
-        for ix in INDICES:
+        for ix in indices(results):
             g = headline_group(results["probes"].get(ix.probe, {}).get(m["label"], []))
             share = g and _role(g, "conditional", ix.role)
-            row[ix.key] = None if not share else {"group": f"{ix.probe.upper()}: {g['key']}", "share": share,
+            row[ix.key] = None if not share else {"group": f"{_probe_label(ix.probe)}: {g['key']}", "share": share,
                                                   "raw": _role(g, "unconditional", ix.role)}
         out[m["label"]] = row
     return out
+
+
+def _probe_label(probe: str) -> str:
+    """"tor" -> "TOR", "tor-per-object" -> "TOR (per-object texts)"."""
+    base, agg = base_probe(probe)
+    return base.upper() + (f" ({agg} texts)" if agg else "")
 
 
 def _value(stat: dict | None) -> float:
@@ -109,7 +126,7 @@ def asked(results: dict, probe: str) -> bool:
 
 
 def _missing(results: dict, ix: BiasIndex) -> str:
-    if results.get("options", {}).get("text_only") and ix.probe != "tor":
+    if results.get("options", {}).get("text_only") and not ix.probe.startswith("tor"):
         return "not measured (--text-only: no images)"
     why = results["skipped"].get(ix.probe)
     if why:
@@ -120,10 +137,10 @@ def _missing(results: dict, ix: BiasIndex) -> str:
 
 
 def _headline_section(doc: Doc, results: dict, head: dict) -> None:
-    indices = [ix for ix in INDICES if asked(results, ix.probe)]
+    shown = [ix for ix in indices(results) if asked(results, ix.probe)]
     doc.h(2, "Headline")
-    if indices:
-        _bias_table(doc, results, head, indices)
+    if shown:
+        _bias_table(doc, results, head, shown)
     if "pairs" in results["probes"]:
         _pairs_headline(doc, results)
     if "mention" in results["probes"]:
@@ -157,7 +174,9 @@ def _bias_table(doc: Doc, results: dict, head: dict, indices: list[BiasIndex]) -
           "object; **large-object bias**: the same for IOR (image against single-object renders) and the largest "
           "object by measured pixels. *Raw top-1* is that object's top-1 rate over all queries. % with a bootstrap "
           "95 % interval over images (over tuples with --text-only); chance is 1 / n for a share and 1 / gallery for a "
-          "raw rate.")
+          "raw rate." + (" The *per-object texts* row is the same first-mention share with every text embedded as the "
+                        "mean of its objects' phrase embeddings (--text-aggregate per-object, ComCO's mitigation)."
+                        if any(ix in AGGREGATED_INDICES for ix in indices) else ""))
     rows, notes, dashes = [], [], Dashes()
     for m in results["models"]:
         match = published_model(m["name"], m.get("pretrained"), m.get("identity", ""))
@@ -267,10 +286,10 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
     if len(results["models"]) > 1:
         _leaderboard_section(doc, head)
     for probe, probe_tabs in tabs.items():
-        doc.h(2, TITLES.get(probe, probe))
+        doc.h(2, title(probe))
         doc.p(f"{cells_note(probe)} Tables as CSV: `{probe}.csv`.")
-        if probe in PROBE_NOTES:
-            doc.p(PROBE_NOTES[probe])
+        if probe_note(probe):
+            doc.p(probe_note(probe))
         doc.img(figures.get(probe), f"{probe}: every table of the probe, object counts as panels")
         # the figure shows them all; the tables themselves unfold on a click (and stay in PROBE.md)
         doc.fold(f"{len(probe_tabs)} {'table' if len(probe_tabs) == 1 else 'tables'}, one per group and metric "

@@ -29,6 +29,7 @@ TITLES = {
     "pairs": "Counterfactual pairs: Winoground text, image and group scores (and TTM's matching) per factor",
     "size-class": "Size classes in text: TOR by mention position, captions opening with a large or a small object",
     "mention": "Generative VLM: which objects its answer names, by measured size rank",
+    "half-truth": "Half-truths: the image against its correct caption and the same caption plus one wrong detail",
 }
 # What a probe's cells mean where cells_note() does not say it.
 PROBE_NOTES = {
@@ -48,6 +49,12 @@ PROBE_NOTES = {
     "matching": "Rows of a generative VLM (vlm:DIR; groups ending 'caption likelihood') score each caption by its "
                 "log-probability as the VLM's answer to the prompts file's matching prompt about the image: the mean "
                 "per caption token and the sum, each its own table; an embedding model's rows, by cosine similarity.",
+    "half-truth": "The correct caption names the image's objects (the record's first mention order, no colours); the "
+                  "half-truth adds one wrong detail and changes nothing else: an absent object named last, a wrong "
+                  "colour before one object's name (colour datasets), the first two objects' relation clause with "
+                  "the opposite relation (from slots and depth), or \"two\" of an object held once. A cell is the "
+                  "share of images closer to the correct caption (a tie counts as lost; ties are counted), chance "
+                  "50 %. CS-CLIP (arXiv 2602.23906) measured CLIP at 40.6 % on COCO, 32.9 % for relations.",
     "pairs": "Each pair is a base image and its variant with one factor changed, captioned by the template that "
              "names the factor (swap-size: sizes, swap-slots: relations, swap-colors: attributes, remove / add: and, "
              "count: counts). Text score: each image prefers its own caption; image score: each caption prefers "
@@ -57,7 +64,32 @@ PROBE_NOTES = {
              "base). swap-size is also split by whether the variant's caption names its new largest object first.",
 }
 NOTE_KEYS = ("queries", "kept_conditional", "skipped", "gallery", "pairs", "identical", "no_captions", "orphans",
-             "empty_answers", "absent_named", "none_named")
+             "empty_answers", "absent_named", "none_named", "ties")
+AGGREGATED_NOTE = ("With --text-aggregate per-object: every text is embedded as the mean of its mentioned objects' "
+                   "phrase embeddings (each phrase the name with its article, count, size and colour words), "
+                   "normalised; relations and the order of mention are not in it. The table without the suffix is "
+                   "the same probe on whole captions.")
+
+
+def base_probe(probe: str) -> tuple[str, str | None]:
+    """("tor-per-object") -> ("tor", "per-object"); a probe on whole captions -> (probe, None)."""
+    from comco.probes.aggregate import AGGREGATES
+
+    for agg in AGGREGATES:
+        if probe.endswith(f"-{agg}"):
+            return probe.removesuffix(f"-{agg}"), agg
+    return probe, None
+
+
+def title(probe: str) -> str:
+    base, agg = base_probe(probe)
+    return TITLES.get(base, base) + (f" ({agg} texts, mean of phrase embeddings)" if agg else "")
+
+
+def probe_note(probe: str) -> str | None:
+    base, agg = base_probe(probe)
+    notes = [n for n in (PROBE_NOTES.get(base), AGGREGATED_NOTE if agg else None) if n]
+    return " ".join(notes) or None
 
 
 TOO_FEW = (f"A cell built from fewer than {MIN_TRIALS} trials (kept queries for a conditional share) shows its "
@@ -152,17 +184,17 @@ def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
 
 def cells_note(probe: str) -> str:
     """What a cell holds; the pair probe's bootstrap resamples pairs, the others' images."""
-    unit = "pairs" if probe == "pairs" else "images"
+    unit = "pairs" if base_probe(probe)[0] == "pairs" else "images"
     what = "% (mean position: a place, 1 = named first)" if probe == "mention" else "%"
     return f"Cells: {what} with a bootstrap 95 % interval over {unit}; n = trials per cell (min-max over columns)."
 
 
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:
-    lines = [f"# {md_line(TITLES.get(probe, probe))}", "",
+    lines = [f"# {md_line(title(probe))}", "",
              md_text(f"Dataset `{results['dataset'].get('root', '-')}` (hash {results['dataset'].get('hash', '-')}), "
                      f"seed {results['seed']}. {cells_note(probe)} {TOO_FEW}"), ""]
-    if probe in PROBE_NOTES:
-        lines += [PROBE_NOTES[probe], ""]
+    if probe_note(probe):
+        lines += [probe_note(probe), ""]
     for t in tabs:
         header, rows, notes = table_block(probe, t)
         lines += [f"## {md_line(t['group'])} - {md_line(t['metric'])}", "", markdown_table(header, rows)]
@@ -324,7 +356,7 @@ def draw_probe_figure(probe: str, tabs: list[dict]):
     title_h, legend_h = 0.4, 0.1 + 0.18 * -(-len(handles) // ncol)  # inches: one 8 pt line per legend row
     height = fig.get_figheight() + title_h + legend_h
     fig.set_size_inches(width, height)
-    fig.suptitle(TITLES.get(probe, probe), fontsize=10, y=1 - 0.08 / height, va="top")
+    fig.suptitle(title(probe), fontsize=10, y=1 - 0.08 / height, va="top")
     fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 1 - title_h / height),
                ncol=ncol, fontsize=8, frameon=False)
     return fig, (0, 0, 1, 1 - (title_h + legend_h) / height)

@@ -9,11 +9,14 @@ from pathlib import Path
 from comco.errors import UserError
 from comco.progress import progress_group
 
-PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention", "pairs", "size-class", "mention")
-# size-class embeds thousands of written captions (only when asked for); mention asks a generative VLM
-DEFAULT_PROBES = PROBES[:-2]
+PROBES = ("tor", "ior", "i2tor", "matching", "toc", "ioc", "binding", "attention", "pairs", "size-class",
+          "half-truth", "mention")
+# size-class embeds thousands of written captions, half-truth five per image: only when asked for;
+# mention asks a generative VLM
+DEFAULT_PROBES = PROBES[:-3]
 TEXT_ONLY_PROBES = ("tor", "size-class")  # what --text-only can run: names and templates, no images
-IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention", "pairs", "mention"}
+IMAGE_PROBES = {"ior", "i2tor", "matching", "ioc", "binding", "attention", "pairs", "half-truth", "mention"}
+IMAGE_SIDE_PROBES = {"ior", "ioc", "attention"}  # no text embedded: --text-aggregate leaves them as they are
 VLM_PROBES = ("mention", "matching")  # what a generative VLM (vlm:DIR) runs: it answers and scores captions
 NO_PAIRS = "no pair records (render the dataset with --pairs FACTOR)"
 
@@ -38,6 +41,7 @@ class ProbeOptions:
     limit: int | None = None  # probe only the first N records
     vlm_prompts: Path | None = None  # the prompts asked of vlm: models (None: probes/vlm_prompts.toml)
     plots: bool = True
+    text_aggregate: str | None = None  # "per-object": text-side probes also run on per-object phrase means
 
 
 def parse_probes(text: str | None) -> list[str] | None:
@@ -169,6 +173,9 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
 
             obj_set = load_object_set(object_set)
         data, info = None, {"object_set": obj_set.name, "object_set_hash": obj_set.hash}
+    from comco.probes.aggregate import check_aggregate
+
+    check_aggregate(opts.text_aggregate, models)
     _refuse_images_of_text_models(models, opts.probes or [])  # what was asked, before the data's own checks
     opts, prompts = _generative_options(models, opts)
     probes, skipped = select_probes(data, opts)  # --text-only (the one way to come without data) checks first
@@ -181,6 +188,9 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
                             if opts.names else f"probe 'size-class' cannot run: {why}")
     if not probes:
         raise UserError(f"no probe can run on {dataset}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    if opts.text_aggregate and not set(probes) - IMAGE_SIDE_PROBES:
+        raise UserError(f"--text-aggregate {opts.text_aggregate} changes text-side probes only, and "
+                        f"{', '.join(probes)} embed no text; add one (e.g. --probes tor) or drop the option")
     if data is not None and IMAGE_PROBES & set(probes):  # before any model loads, as `comco validate` checks
         data.require_usable_images(singles="ior" in probes)
     templates = opts.templates or (default_templates(data) if data is not None else [])
@@ -209,6 +219,7 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
             continue
         with progress_group(quiet) as progress:
             emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress)
+            aggregated = _aggregating(emb, opts, data, names, obj_set)
             for probe in probes:
                 if probe == "mention":
                     results["skipped"][f"mention ({label})"] = "a probe of generative VLMs (vlm:DIR)"
@@ -216,6 +227,9 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
                 out = _run_one(probe, data, emb, loaded, opts, templates, names, obj_set)
                 if not out:
                     results["skipped"][f"{probe} ({label})"] = "not an open_clip ViT with a class token"
+                if aggregated is not None and probe not in IMAGE_SIDE_PROBES:
+                    out.update({aggregated_key(k, opts.text_aggregate): g for k, g in _run_one(
+                        probe, data, aggregated, loaded, opts, templates, names, obj_set).items()})
                 for key, groups in out.items():
                     results["probes"].setdefault(key, {})[label] = groups
         results["models"].append({"label": label, "name": ref.name, "pretrained": ref.pretrained,
@@ -223,6 +237,24 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
                                   "context_length": loaded.context_length, "seconds": time.perf_counter() - t0,
                                   "cache": dict(emb.stats)})
     return results
+
+
+def aggregated_key(probe: str, aggregate: str) -> str:
+    """The results key of a probe run with --text-aggregate ("tor" -> "tor-per-object")."""
+    return f"{probe}-{aggregate}"
+
+
+def _aggregating(emb, opts: ProbeOptions, data, names: list[str], obj_set):
+    """The embedder that averages per-object phrases (None without --text-aggregate)."""
+    if not opts.text_aggregate:
+        return None
+    from comco.probes import texts
+    from comco.probes.aggregate import PerObjectTexts, modifier_words
+
+    forms = data.forms if data is not None else \
+        {o.name: [o.plural, *o.synonyms] for o in getattr(obj_set, "objects", ())}
+    book = texts.template_book(data.info if data is not None else None)
+    return PerObjectTexts(emb, names, forms, modifier_words(obj_set, book))
 
 
 TASKS = {"tor": "TOR", "ior": "IOR", "i2tor": "I2TOR", "matching": "matching", "toc": "TOC", "ioc": "IOC",
@@ -334,4 +366,8 @@ def _run_one(probe, data, emb, loaded, opts, templates, names, obj_set) -> dict[
         return {"attention": attention.attention(data, loaded, batch_size=opts.batch_size, **kw)}
     if probe == "pairs":
         return {"pairs": pairs.pairs_probe(data, emb, **kw)}
+    if probe == "half-truth":
+        from comco.probes.half_truth import half_truth
+
+        return {"half-truth": half_truth(data, emb, texts.get_template(book, opts.text_template), **kw)}
     raise AssertionError(probe)

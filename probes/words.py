@@ -28,19 +28,26 @@ def mention_sequence(text: str, names: list[str], forms: dict[str, list[str]] | 
     Longer names claim their span first, so "hot dog" hides the "dog" inside it.
     `forms` maps a name to other spellings (plural, synonyms) that also count.
     """
+    return [name for name, _, _ in mention_spans(text, names, forms)]
+
+
+def mention_spans(text: str, names: list[str], forms: dict[str, list[str]] | None = None
+                  ) -> list[tuple[str, int, int]]:
+    """(name, start, end) of each name's first mention in `text`, in mention order (see mention_sequence)."""
     low = text.lower()
     spellings = sorted(((f, n) for n in names for f in [n, *(forms or {}).get(n, [])]),
                        key=lambda fn: -len(fn[0]))
     taken: list[tuple[int, int]] = []
-    first: dict[str, int] = {}
+    first: dict[str, tuple[int, int]] = {}
     for form, name in spellings:
         for m in _pattern(form).finditer(low):
             span = m.span()
             if any(span[0] < e and s < span[1] for s, e in taken):
                 continue
             taken.append(span)
-            first[name] = min(first.get(name, span[0]), span[0])
-    return sorted(first, key=first.get)
+            if name not in first or span[0] < first[name][0]:
+                first[name] = span
+    return sorted(((n, s, e) for n, (s, e) in first.items()), key=lambda x: x[1])
 
 
 def first_sentence(text: str) -> str:

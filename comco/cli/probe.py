@@ -21,7 +21,8 @@ def probe(
     model: Models = None,
     pretrained: Pretrained = None,
     trust_remote_code: TrustRemoteCode = False,
-    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs,size-class,mention (default: all the data supports but size-class and mention; mention,matching for a vlm:DIR model).")] = None,
+    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs,size-class,half-truth,mention (default: all the data supports but size-class, half-truth and mention; mention,matching for a vlm:DIR model).")] = None,
+    text_aggregate: Annotated[Optional[str], typer.Option("--text-aggregate", help="per-object: run every text-side probe also with each text embedded as the mean of its mentioned objects' phrase embeddings (ComCO's mitigation); the page shows both.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables, plots and the page (report.md, report.html).")] = None,
     text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
     object_set: Annotated[Optional[str], typer.Option("--object-set", help="Object set for --text-only without a dataset.")] = None,
@@ -88,6 +89,9 @@ def probe(
             raise UserError(f"--gallery {gallery} is for --text-only without a DATASET")
     check_seed(seed)
     check_device(device)
+    from comco.probes import check_aggregate
+
+    check_aggregate(text_aggregate, refs)
     if dataset is not None and not Path(dataset).is_dir():
         raise UserError(f"{dataset} is not a folder; give a dataset made by `comco plan` / `comco render`")
     opts = ProbeOptions(
@@ -95,7 +99,8 @@ def probe(
         text_template=text_template, text_only=text_only, tor_gallery=tor_gallery, names=gallery, object_counts=list(parse_counts(objects)),
         tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
         cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
-        test_fraction=test_fraction, limit=limit, plots=not no_plots, vlm_prompts=vlm_prompts)
+        test_fraction=test_fraction, limit=limit, plots=not no_plots, vlm_prompts=vlm_prompts,
+        text_aggregate=text_aggregate)
     results = run_probes(dataset, refs, opts, object_set=object_set, quiet=quiet)
     written = write_reports(out, results, plots=opts.plots)
     note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is

@@ -11,6 +11,9 @@ from comco.errors import UserError
 SELF_CONTAINED = ("hf:", "ckpt:", "longclip:", "debias:", "st:", "vlm:")  # folders and files carry their weights
 TEXT_ONLY = ("st:",)  # sentence encoders: no image tower
 GENERATIVE = ("vlm:",)  # image-text-to-text models: they answer and score captions, they do not embed
+# References that score a whole text (a generative VLM's caption likelihood) and give no text
+# embedding: nothing to average per object (`probe --text-aggregate`).
+NO_TEXT_EMBEDDINGS = GENERATIVE
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,11 @@ class ModelRef:
     def generative(self) -> bool:
         """A generative VLM (`vlm:`): only the probes that ask it questions or score captions run it."""
         return self.name.startswith(GENERATIVE)
+
+    @property
+    def embeds_phrases(self) -> bool:
+        """Turns any text, a one-object phrase too, into one embedding (every CLIP tower and sentence encoder)."""
+        return not self.name.startswith(NO_TEXT_EMBEDDINGS)
 
     @property
     def random(self) -> bool:

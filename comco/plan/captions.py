@@ -366,18 +366,27 @@ def factor_captions(t: Template, record: dict, book: TemplateBook, object_set: O
         return [_counts_caption(t, [objs[i] for i in order], book, object_set) for order in orders]
     if len(objs) == 1:
         return [_written(t.single, objs[0], object_set) for _ in orders]
+    return [relation_clause(t, record, order[0], order[1], book, object_set) for order in orders]
+
+
+def relation_of(t: Template, record: dict, i: int, j: int) -> str:
+    """Where object i stands to object j as relation template t sees it ([words.relation]'s key)."""
     from comco.plan.camera import Camera
 
     cam = Camera.from_record(record["camera"], *record["resolution"])
-    seen = [_seen(cam, o) for o in objs]
-    out = []
-    for order in orders:
-        i, j = order[0], order[1]
-        word = book.relation_words[relation(seen[i], seen[j], t.vertical)]
-        text = _fill(t.caption, {"first": _written(t.object, objs[i], object_set), "relation": word,
-                                 "second": _written(t.object, objs[j], object_set)})
-        out.append(" ".join(text.split()))
-    return out
+    objs = record["objects"]
+    return relation(_seen(cam, objs[i]), _seen(cam, objs[j]), t.vertical)
+
+
+def relation_clause(t: Template, record: dict, i: int, j: int, book: TemplateBook, object_set: ObjectSet,
+                    key: str | None = None) -> str:
+    """Relation template t's caption of objects i and j: "the cube is to the left of the sphere"
+    (the relation `key` in place of the true one when given)."""
+    word = book.relation_words[key or relation_of(t, record, i, j)]
+    objs = record["objects"]
+    text = _fill(t.caption, {"first": _written(t.object, objs[i], object_set), "relation": word,
+                             "second": _written(t.object, objs[j], object_set)})
+    return " ".join(text.split())
 
 
 def _seen(cam, obj: dict) -> tuple[float, float, float]:
