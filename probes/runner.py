@@ -35,6 +35,7 @@ class ProbeOptions:
     test_fraction: float = 0.2
     limit: int | None = None  # probe only the first N records
     plots: bool = True
+    by: str | None = None  # split every table by a recorded factor (probes/factors.py): "world", "camera-elevation:4"
 
 
 def parse_probes(text: str | None) -> list[str] | None:
@@ -180,6 +181,7 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
     if data is not None and IMAGE_PROBES & set(probes):  # before any model loads, as `comco validate` checks
         data.require_usable_images(singles="ior" in probes)
     templates = opts.templates or (default_templates(data) if data is not None else [])
+    split = _split(data, opts)
     results = {
         "generator": GENERATOR, "seed": opts.seed, "n_boot": opts.n_boot,
         "dataset": {"root": str(dataset) if dataset else None,
@@ -189,14 +191,19 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()},
         "models": [], "skipped": skipped, "probes": {},
     }
+    if split is not None:
+        results["by"] = {"factor": split[0], "cells": {label: len(recs) for label, recs in split[1].items()}}
     for ref in models:
         label = ref.label
         t0 = time.perf_counter()
         loaded = ref.load(opts.device)
         with progress_group(quiet) as progress:
-            emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress)
+            emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress,
+                           remember=split is not None)  # each cell embeds its scenes again: from memory
             for probe in probes:
                 out = _run_one(probe, data, emb, loaded, opts, templates, names, obj_set)
+                if split is not None:
+                    _add_cells(out, probe, split[1], data, emb, loaded, opts, templates, names, obj_set, results)
                 if not out:
                     results["skipped"][f"{probe} ({label})"] = "not an open_clip ViT with a class token"
                 for key, groups in out.items():
@@ -206,6 +213,33 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
                                   "context_length": loaded.context_length, "seconds": time.perf_counter() - t0,
                                   "cache": dict(emb.stats)})
     return results
+
+
+def _split(data, opts: ProbeOptions):
+    """(factor name, cell label -> records) for --by, or None; checked before any model loads."""
+    if not opts.by:
+        return None
+    if data is None:
+        raise UserError(f"--by {opts.by} splits a dataset's scenes; give a DATASET (not --text-only)")
+    from comco.probes.factors import cells, parse_by
+
+    factor, bins = parse_by(opts.by, data.records)
+    return factor.name, cells(factor, bins, data.records)
+
+
+def _add_cells(out: dict, probe: str, split: dict, data, emb, loaded, opts, templates, names, obj_set,
+               results: dict) -> None:
+    """Each cell's groups after the whole dataset's, keyed and marked with the cell."""
+    from dataclasses import replace
+
+    for label, recs in split.items():
+        try:
+            part = _run_one(probe, replace(data, records=recs), emb, loaded, opts, templates, names, obj_set)
+        except UserError as exc:  # a cell too small for a probe (a split with one class) is noted, not fatal
+            results["skipped"][f"{probe} ({label})"] = str(exc)
+            continue
+        for key, groups in part.items():
+            out.setdefault(key, []).extend({**g, "key": f"{g['key']}, {label}", "cell": label} for g in groups)
 
 
 TASKS = {"tor": "TOR", "ior": "IOR", "i2tor": "I2TOR", "matching": "matching", "toc": "TOC", "ioc": "IOC",
