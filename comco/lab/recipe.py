@@ -265,11 +265,29 @@ ORIGINS = {
 SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional")),
                           "text_pool": _choice(("mean", "first")), "objective": _choice(("clip", "simcse")),
                           "checkpoints": _int(0, 1000)})
+# issue 23's switches, left out alike: probe the trained models on the test scenes in another
+# world (data.shift_world; the models train on the recipe's own world). data.holdout, a
+# planning option, is keyed through plan_keys.
+ORIGINS["data"] = {"shift_world": None}
+SCHEMA["data"]["shift_world"] = lambda path, v: _shift_world(path, v)
 SCHEMA["probe"]["development"] = _bool()  # probe every saved checkpoint of every scratch model
 SCHEMA["gates"]["caption_r1"] = _float(0.0, 1.0)  # caption-to-caption set R@1 (comco.probes.caption_retrieval)
 # the gates of a text tower trained without images (scratch.objective = "simcse"): its image
 # tower is its untrained one, so only the text-side figures can gate it
 TEXT_ONLY_GATES = {"presence_tor": "presence TOR", "caption_r1": "caption R@1"}
+
+
+def _shift_world(path: str, value):
+    """data.shift_world: the worlds the shifted test scenes draw from (as --world takes them), not plain alone."""
+    from comco.plan.worlds import PLAIN, parse_worlds
+
+    try:
+        worlds = parse_worlds(value)
+    except UserError as exc:
+        _fail(path, value, str(exc))
+    if worlds == (PLAIN,):
+        _fail(path, value, "the plain backdrop is the test set's own world; name an HDRI (or hdri for all eight)")
+    return value
 
 
 def optional(settings: dict, section: str, key: str):
