@@ -417,8 +417,31 @@ def _check_origins(s: dict, stages: list[str]) -> None:
                         "probe; set scratch.checkpoints (e.g. 8)")
 
 
+def _check_shift(s: dict) -> None:
+    """issue 23's switches against the rest: an HDRI needs a preset that shows it, and the
+    holdout must hold for every object set at the training scenes' object counts."""
+    data = s["data"]
+    if optional(s, "data", "shift_world") and s["render"]["preset"] == "draft":
+        raise UserError(f"recipe key 'data.shift_world' = {data['shift_world']!r}: the draft preset (Workbench) "
+                        f"shows no HDRI world; set render.preset = \"cycles\" or drop the key")
+    if data.get("holdout"):
+        from comco.manifest import load_object_set
+        from comco.plan import PlanConfig
+        from comco.plan.holdout import resolve
+
+        for name in data["object_sets"]:
+            for objects in (data["train_objects"], data["test_objects"]):
+                try:
+                    resolve(PlanConfig.from_dict({"object_set": name, "objects": objects,
+                                                  "holdout": data["holdout"]}), load_object_set(name))
+                except UserError as exc:
+                    raise UserError(f"recipe key 'data.holdout' = {data['holdout']!r} (object set {name}): "
+                                    f"{exc}") from None
+
+
 def _check_consistency(s: dict, stages: list[str]) -> None:
     _check_origins(s, stages)
+    _check_shift(s)
     for stage in stages:
         for need in STAGE_NEEDS.get(stage, ()):
             if need not in stages:
