@@ -92,9 +92,12 @@ def test_attribute_holdouts_split_the_same_way(spec, extra, index):
         assert shown and r["holdout"] == sorted(f"{a}={b}" for a, b in shown)
 
 
-def test_a_mixed_set_alternates_sides_by_index():
-    recs = records(holdout="slot:cube=M,sphere=M,cone=M,mug=UL", holdout_split="mixed", n=40)
-    assert all(bool(r["holdout"]) == (r["index"] % 2 == 1) for r in recs)
+def test_a_mixed_set_turns_sides_after_each_round_of_object_counts():
+    recs = records(holdout="slot:cube=M,sphere=M,cone=M,mug=UL", holdout_split="mixed", n=36)  # counts 2, 3, 4
+    assert [bool(r["holdout"]) for r in recs[:12]] == [False] * 3 + [True] * 3 + [False] * 3 + [True] * 3
+    for count in (2, 3, 4):  # every count has both sides, half each
+        sides = [bool(r["holdout"]) for r in recs if len(r["objects"]) == count]
+        assert sides.count(True) == sides.count(False) == 6
 
 
 def test_color_singles_of_a_training_set_leave_out_the_held_out_colours():

@@ -194,7 +194,8 @@ def test_the_held_out_side_is_a_factor():
     factor, bins = parse_by("holdout", recs)
     got = cells(factor, bins, recs)
     assert list(got) == ["held-out", "seen"]
-    assert {r["index"] % 2 for r in got["held-out"]} == {1} and {r["index"] % 2 for r in got["seen"]} == {0}
+    assert {r["index"] // 2 % 2 for r in got["held-out"]} == {1} and {r["index"] // 2 % 2 for r in got["seen"]} == {0}
+    assert {len(r["objects"]) for r in got["held-out"]} == {len(r["objects"]) for r in got["seen"]} == {2, 3}
     assert "holdout" not in recorded(records(4))
 
 

@@ -11,8 +11,9 @@ a colour or a size rank that a training set never shows and its test set always 
 Named lists say what a researcher means; `auto` holds out a share of the kind's combinations,
 drawn from its own seed (not the dataset's), so the training plan and the test plan, which
 differ in --seed, hold out the same ones. `--holdout-split` says which side a plan is:
-train (no image shows a held-out combination), test (every image shows one) or mixed (even
-images as train, odd ones as test: one set that a probe splits with `--by holdout`).
+train (no image shows a held-out combination), test (every image shows one) or mixed (images
+alternate sides in turns of the object counts, so that every count has both: one set that a
+probe splits with `--by holdout`).
 
 A test image is built around a held-out combination (its objects are put into the scene and
 the attempt is drawn again until the slot, colour or rank fits); a training image has its
@@ -102,10 +103,13 @@ class Holdout:
     combos: frozenset
     split: str
     spec: str
+    counts: int = 1  # how many object counts the images take in turn (round robin)
 
     def wants_held_out(self, index: int) -> bool:
-        """Whether image `index` is a test image (shows a held-out combination)."""
-        return self.split == TEST or (self.split == MIXED and index % 2 == 1)
+        """Whether image `index` is a test image (shows a held-out combination). A mixed split turns
+        sides after each round of the object counts (image i has count i % counts), so every count
+        has images on both sides."""
+        return self.split == TEST or (self.split == MIXED and (index // self.counts) % 2 == 1)
 
     def shows(self, names: list[str], slots: list[str], colors: list, ranks: list[int]) -> list[str]:
         """The held-out combinations a scene of these objects shows, as text, in a fixed order."""
@@ -230,7 +234,7 @@ def resolve(cfg, object_set) -> Holdout | None:
         combos = _auto(kind, float(auto["share"]), int(auto["seed"] or 0), object_set, counts)
     else:
         combos = _named(kind, rest.split(","), object_set, counts, spec)
-    holdout = Holdout(kind=kind, combos=combos, split=cfg.holdout_split, spec=spec)
+    holdout = Holdout(kind=kind, combos=combos, split=cfg.holdout_split, spec=spec, counts=len(counts))
     _check_training_images(holdout, object_set, counts)
     if holdout.split != TRAIN:
         _check_test_images(holdout, counts)

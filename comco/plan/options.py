@@ -257,7 +257,7 @@ OPTIONS: tuple[PlanOption, ...] = (
     # The lab sets it per stage (its training and probe sets), so no recipe key.
     PlanOption("holdout_split", str, holdout.TRAIN, choices=holdout.SPLITS, in_hash=WHEN_SET,
                help="Which side of --holdout this plan is: train (no image shows a held-out combination), "
-                    "test (every image shows one) or mixed (even images train, odd ones test)."),
+                    "test (every image shows one) or mixed (half each, every object count on both sides)."),
 )
 
 

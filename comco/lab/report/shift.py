@@ -52,7 +52,10 @@ def survival(shifted: dict, change: dict, chance: float) -> str:
         return "one passing seed: no interval, no verdict"
     stays = {UP: "it survives (above chance)", DOWN: "it reverses (below chance)"}.get(
         above, "it is not distinguishable from chance")
-    moved = {UP: "larger than", DOWN: "smaller than"}.get(direction(change.get("lo"), change.get("hi")))
+    way = direction(change.get("lo"), change.get("hi"))
+    if way == UNKNOWN:
+        return f"{stays}; no paired change (a side without a passing seed's number)"
+    moved = {UP: "larger than", DOWN: "smaller than"}.get(way)
     return f"{stays}, {moved + ' on the unshifted side' if moved else 'no change that the interval shows'}"
 
 
@@ -70,8 +73,8 @@ def shift_sections(c: SetContext, passing: set) -> dict:
     what = []
     if "heldout" in roles:
         what.append(f"**held-out compositions**: the models trained on scenes that never show the combinations of "
-                    f"`--holdout {d['holdout']}`; the probe set's odd images each show one, its even images only "
-                    f"seen ones (`comco probe --by holdout`)")
+                    f"`--holdout {d['holdout']}`; half the probe set's images (in turns, every object count on "
+                    f"both sides) show one, the other half only seen ones (`comco probe --by holdout`)")
     if "shifted" in roles:
         what.append(f"**domain shift**: the models trained on the recipe's own world; the test scenes rendered again "
                     f"in `{d['shift_world']}` (the same objects, places and captions: only the world differs)")
