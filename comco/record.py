@@ -81,6 +81,7 @@ class SceneRecord(TypedDict):
     mention_orders: list[list[int]]  # indices into objects, first-mentioned first
     captions: dict[str, list[str]]  # template -> one caption per mention order
     pair: NotRequired[PairEntry]  # pair datasets only
+    holdout: NotRequired[list[str]]  # planned with --holdout only: the held-out combinations it shows
 
 
 class SingleRecord(TypedDict):
@@ -102,7 +103,7 @@ class SingleRecord(TypedDict):
 
 # Fields every scene record and object entry must have (validate checks them).
 RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__
-                    if k not in ("index", "retry", "large_slot", "pair", "world"))
+                    if k not in ("index", "retry", "large_slot", "pair", "world", "holdout"))
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
 MEASURED_KEYS = tuple(Measured.__annotations__)
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.

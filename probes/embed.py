@@ -142,8 +142,11 @@ class Embedder:
     what: str | None = None
 
     def __init__(self, loaded, cache_dir: Path | None = DEFAULT_CACHE, batch_size: int = 64,
-                 progress: Callable[[str, int], Callable[[int], None]] | None = None, workers: int = 2):
+                 progress: Callable[[str, int], Callable[[int], None]] | None = None, workers: int = 2,
+                 remember: bool = False):
         self.m = loaded
+        # remember: keep every embedding in memory too (a probe split by a factor embeds each cell again)
+        self.memory = {"text": {}, "image": {}} if remember else None
         self.batch_size = batch_size
         self.workers = workers
         self.progress = progress  # progress(label, total) -> advance(n)
@@ -169,7 +172,9 @@ class Embedder:
 
     def _embed(self, kind: str, keys: list[str], source: dict, encode) -> np.ndarray:
         unique = list(dict.fromkeys(keys))
-        found = self.caches[kind].lookup(unique) if self.caches else {}
+        found = {k: self.memory[kind][k] for k in unique if k in self.memory[kind]} if self.memory else {}
+        rest = [k for k in unique if k not in found]
+        found.update(self.caches[kind].lookup(rest) if self.caches and rest else {})
         todo = [k for k in unique if k not in found]
         self.stats[f"{kind}_hits"] += len(unique) - len(todo)
         self.stats[f"{kind}_encoded"] += len(todo)
@@ -185,6 +190,8 @@ class Embedder:
             if self.caches:
                 self.caches[kind].store(todo, new)
             found.update(zip(todo, new))
+        if self.memory is not None:
+            self.memory[kind].update(found)
         if not keys:
             return np.zeros((0, 0), np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

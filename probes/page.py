@@ -17,6 +17,7 @@ from pathlib import Path
 from comco.io import write_json, write_jsonl, write_text
 from comco.probes.report import (
     ALL_COUNTS,
+    MIN_TRIALS,
     TOO_FEW,
     Dashes,
     base_probe,
@@ -66,8 +67,9 @@ def indices(results: dict) -> tuple[BiasIndex, ...]:
 
 
 def headline_group(groups: list[dict]) -> dict | None:
-    """The group a headline is read from: 4 objects when present (else the most), the `and` template when present."""
-    counted = [g for g in groups if g.get("n_objects")]
+    """The group a headline is read from: 4 objects when present (else the most), the `and` template when present;
+    over the whole dataset (a --by cell's groups are read by the cells' section)."""
+    counted = [g for g in groups if g.get("n_objects") and "cell" not in g]
     if not counted:
         return None
     counts = {g["n_objects"] for g in counted}
@@ -224,6 +226,8 @@ def pair_headline_groups(groups: list[dict]) -> list[dict]:
     """Per factor the group over all its object counts (or its only count), in run order."""
     by_factor: dict[str, list[dict]] = {}
     for g in groups:
+        if "cell" in g:
+            continue
         by_factor.setdefault(g["factor"], []).append(g)
     return [next((g for g in gs if g["n_objects"] is None), gs[0]) for gs in by_factor.values()]
 
@@ -242,6 +246,39 @@ def _pairs_headline(doc: Doc, results: dict) -> None:
             rows.append([model, where, *(cell(stats.get(r), dashes) for r in ROLES),
                          f"{g['queries']} trials, {g['pairs']} pairs"])
     doc.table(["model", "factor (captions)", *(f"{r} % [95 % CI]" for r in ROLES), "n"], rows)
+    if dashes.reasons:
+        doc.p(dashes.note())
+
+
+def _cells_section(doc: Doc, results: dict) -> None:
+    """--by: each bias index per cell of the factor, with its interval (the too-few rule per cell)."""
+    by = results["by"]
+    doc.h(2, f"By {by['factor']}")
+    doc.p(f"Every probe ran on each cell's scenes as well as on all of them (the tables below carry the cell in "
+          f"their names). Here the headline's indices per cell: share % [95 % CI] over the cell's images; a cell "
+          f"with fewer than {MIN_TRIALS} kept queries shows its count. Cells (scenes): "
+          + ", ".join(f"{label} ({n})" for label, n in by["cells"].items()) + ".")
+    rows, dashes = [], Dashes()
+    for m in results["models"]:
+        for ix in INDICES:
+            if not asked(results, ix.probe):
+                continue
+            groups = results["probes"].get(ix.probe, {}).get(m["label"], [])
+            for label in by["cells"]:
+                g = headline_group([{k: v for k, v in g.items() if k != "cell"} for g in groups
+                                    if g.get("cell") == label])
+                share = g and _role(g, "conditional", ix.role)
+                raw = g and _role(g, "unconditional", ix.role)
+                if not share:
+                    gone = dashes.dash(f"{ix.probe} measured nothing in this cell")
+                    rows.append([m["label"], ix.name, label, gone, gone, gone])
+                    continue
+                queries = raw["n"] if raw else None
+                rows.append([m["label"], ix.name, label, cell(share, dashes, of=queries),
+                             cell(raw, dashes, missing="no raw top-1 rate in this cell", unit="queries"),
+                             f"{share['n']} of {queries}"])
+    doc.table(["model", "bias", by["factor"], "share % [95 % CI]", "raw top-1 % [95 % CI]", "n (kept of queries)"],
+              rows)
     if dashes.reasons:
         doc.p(dashes.note())
 
@@ -283,6 +320,8 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
     doc.toc()
     head = headline(results)
     _headline_section(doc, results, head)
+    if results.get("by"):
+        _cells_section(doc, results)
     if len(results["models"]) > 1:
         _leaderboard_section(doc, head)
     for probe, probe_tabs in tabs.items():

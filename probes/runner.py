@@ -42,6 +42,7 @@ class ProbeOptions:
     vlm_prompts: Path | None = None  # the prompts asked of vlm: models (None: probes/vlm_prompts.toml)
     plots: bool = True
     text_aggregate: str | None = None  # "per-object": text-side probes also run on per-object phrase means
+    by: str | None = None  # split every table by a recorded factor (probes/factors.py): "world", "camera-elevation:4"
 
 
 def parse_probes(text: str | None) -> list[str] | None:
@@ -194,6 +195,10 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
     if data is not None and IMAGE_PROBES & set(probes):  # before any model loads, as `comco validate` checks
         data.require_usable_images(singles="ior" in probes)
     templates = opts.templates or (default_templates(data) if data is not None else [])
+    split = _split(data, opts)
+    if split is not None and (vlms := [m.name for m in models if m.generative]):
+        raise UserError(f"--by {opts.by} splits embedding probes; {vlms[0]} is a generative VLM: probe it "
+                        "without --by")
     results = {
         "generator": GENERATOR, "seed": opts.seed, "n_boot": opts.n_boot,
         "dataset": {"root": str(dataset) if dataset else None,
@@ -203,6 +208,8 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()},
         "models": [], "skipped": skipped, "probes": {},
     }
+    if split is not None:
+        results["by"] = {"factor": split[0], "cells": {label: len(recs) for label, recs in split[1].items()}}
     for ref in models:
         label = ref.label
         t0 = time.perf_counter()
@@ -218,13 +225,16 @@ def run_probes(dataset: Path | None, models: list, opts: ProbeOptions, *,
                                       "generated": counts, "prompts": prompts.source})
             continue
         with progress_group(quiet) as progress:
-            emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress)
+            emb = Embedder(loaded, cache_dir=opts.cache_dir, batch_size=opts.batch_size, progress=progress,
+                           remember=split is not None)  # each cell embeds its scenes again: from memory
             aggregated = _aggregating(emb, opts, data, names, obj_set)
             for probe in probes:
                 if probe == "mention":
                     results["skipped"][f"mention ({label})"] = "a probe of generative VLMs (vlm:DIR)"
                     continue
                 out = _run_one(probe, data, emb, loaded, opts, templates, names, obj_set)
+                if split is not None:
+                    _add_cells(out, probe, split[1], data, emb, loaded, opts, templates, names, obj_set, results)
                 if not out:
                     results["skipped"][f"{probe} ({label})"] = "not an open_clip ViT with a class token"
                 if aggregated is not None and probe not in IMAGE_SIDE_PROBES:
@@ -255,6 +265,33 @@ def _aggregating(emb, opts: ProbeOptions, data, names: list[str], obj_set):
         {o.name: [o.plural, *o.synonyms] for o in getattr(obj_set, "objects", ())}
     book = texts.template_book(data.info if data is not None else None)
     return PerObjectTexts(emb, names, forms, modifier_words(obj_set, book))
+
+
+def _split(data, opts: ProbeOptions):
+    """(factor name, cell label -> records) for --by, or None; checked before any model loads."""
+    if not opts.by:
+        return None
+    if data is None:
+        raise UserError(f"--by {opts.by} splits a dataset's scenes; give a DATASET (not --text-only)")
+    from comco.probes.factors import cells, parse_by
+
+    factor, bins = parse_by(opts.by, data.records)
+    return factor.name, cells(factor, bins, data.records)
+
+
+def _add_cells(out: dict, probe: str, split: dict, data, emb, loaded, opts, templates, names, obj_set,
+               results: dict) -> None:
+    """Each cell's groups after the whole dataset's, keyed and marked with the cell."""
+    from dataclasses import replace
+
+    for label, recs in split.items():
+        try:
+            part = _run_one(probe, replace(data, records=recs), emb, loaded, opts, templates, names, obj_set)
+        except UserError as exc:  # a cell too small for a probe (a split with one class) is noted, not fatal
+            results["skipped"][f"{probe} ({label})"] = str(exc)
+            continue
+        for key, groups in part.items():
+            out.setdefault(key, []).extend({**g, "key": f"{g['key']}, {label}", "cell": label} for g in groups)
 
 
 TASKS = {"tor": "TOR", "ior": "IOR", "i2tor": "I2TOR", "matching": "matching", "toc": "TOC", "ioc": "IOC",

@@ -29,16 +29,20 @@ def test_planned_records_have_exactly_the_typed_fields():
     p = planner(colors=True)
     optional = {k for k in ObjectEntry.__annotations__ if k == "measured"}
     for rec in p.records():
-        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world"}  # pair / --world datasets only
+        optional_fields = {"pair", "world", "holdout"}  # pair / --world / --holdout datasets only
+        assert set(rec) == set(SceneRecord.__annotations__) - optional_fields
         for o in rec["objects"]:
             assert set(o) == set(ObjectEntry.__annotations__) - optional
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
     for single in p.singles():
         assert set(single) == set(SingleRecord.__annotations__)
     for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",)).records():
-        assert set(rec) == set(SceneRecord.__annotations__)
+        assert set(rec) == set(SceneRecord.__annotations__) - {"holdout"}
         assert set(rec["world"]) == set(WorldEntry.__annotations__)
         assert set(rec["pair"]) == set(PairEntry.__annotations__)
+        assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
+    for rec in planner(colors=True, holdout="color:cube=red").records():
+        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world"}
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
 
 

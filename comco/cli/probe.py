@@ -42,6 +42,7 @@ def probe(
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Held-out share for TOC/IOC/binding probes.")] = 0.2,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Probe only the first N scenes.")] = None,
     vlm_prompts: Annotated[Optional[Path], typer.Option("--vlm-prompts", help="The prompts asked of vlm:DIR models (a TOML file like probes/vlm_prompts.toml).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Split every table by a recorded factor: world, holdout (seen / held-out), objects, camera-elevation (bins: camera-elevation:4), world-strength, or any record field; a wrong name lists the recorded ones.")] = None,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots.")] = False,
     list_models: Annotated[bool, typer.Option("--list-models", help="List open_clip model names and exit.")] = False,
     quiet: Quiet = False,
@@ -100,7 +101,7 @@ def probe(
         tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
         cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
         test_fraction=test_fraction, limit=limit, plots=not no_plots, vlm_prompts=vlm_prompts,
-        text_aggregate=text_aggregate)
+        text_aggregate=text_aggregate, by=by)
     results = run_probes(dataset, refs, opts, object_set=object_set, quiet=quiet)
     written = write_reports(out, results, plots=opts.plots)
     note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is

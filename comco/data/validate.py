@@ -179,6 +179,8 @@ def validate_dataset(root: str | Path, *, images: bool | None = None) -> list[st
         if accounted != planned:
             problems.append(f"{INFO}: {planned} images planned but {counts.get('rendered', 0)} rendered and "
                             f"{counts.get('failed', 0)} failed: {planned - accounted} are unaccounted for")
+    if info["config"].get("holdout") is not None or "holdout" in info:
+        problems += _holdout_problems(root, info, oset)
     if config_ok and len(attempts) * (1 + len(factors)) == count:
         problems += _replan_problems(root, info, oset, attempts)
     if (root / SINGLES).is_file():
@@ -189,6 +191,51 @@ def validate_dataset(root: str | Path, *, images: bool | None = None) -> list[st
                 problem = image_problem(root / s["image"], s.get("resolution"))
                 if problem:
                     problems.append(f"single {s.get('id')}: image {s['image']} {problem}")
+    return problems
+
+
+HOLDOUT_SHOWN = 20  # records on the wrong side of the split, named one by one
+
+
+def _holdout_problems(root: Path, info: dict, oset) -> list[str]:
+    """A held-out split (--holdout): dataset.json's list is the configuration's, and every record is
+    on its side: a training image showing a held-out combination, or a test image showing none, is
+    an error (and so is a record whose `holdout` field says otherwise)."""
+    from comco.plan import PlanConfig
+    from comco.plan.holdout import resolve
+
+    try:
+        holdout = resolve(PlanConfig.from_dict(info["config"]), oset)
+    except (UserError, TypeError, ValueError) as exc:
+        return [f"{INFO}: its --holdout cannot be resolved ({exc})"]
+    if holdout is None:
+        return [f"{INFO}: records a holdout but its config has no --holdout"]
+    if info.get("holdout") != holdout.to_info():
+        return [f"{INFO}: its 'holdout' is not the split its configuration resolves to (--holdout {holdout.spec}, "
+                f"--holdout-split {holdout.split}): it was edited, or the object set changed"]
+    problems, wrong = [], 0
+    for r in read_jsonl(root / SCENES):
+        if not isinstance(r, dict) or not isinstance(r.get("index"), int) or not isinstance(r.get("objects"), list):
+            continue  # reported by the record checks
+        try:
+            shown = holdout.shows_record(r)
+        except (KeyError, TypeError, AttributeError):
+            continue
+        test = holdout.wants_held_out(r["index"])
+        line = None
+        if shown and not test:
+            line = (f"record {r.get('id')}: a training image ({holdout.split} split) shows held-out "
+                    f"{', '.join(shown)}")
+        elif test and not shown:
+            line = f"record {r.get('id')}: a test image ({holdout.split} split) shows no held-out combination"
+        elif r.get("holdout") != shown:
+            line = f"record {r.get('id')}: its 'holdout' {r.get('holdout')!r} is not what it shows ({shown})"
+        if line:
+            wrong += 1
+            if wrong <= HOLDOUT_SHOWN:
+                problems.append(line)
+    if wrong > HOLDOUT_SHOWN:
+        problems.append(f"{SCENES}: {wrong} records are on the wrong side of the held-out split")
     return problems
 
 

@@ -104,7 +104,10 @@ def dataset_info(planner: Planner, extra_counts: dict | None = None) -> dict:
     counts = {"images": cfg.n, "per_object_count": per_count, **(extra_counts or {})}
     if cfg.pairs:  # every scene is a base image plus one variant image per factor
         counts = {**counts, "images": cfg.n * (1 + len(cfg.pairs)), "scenes": cfg.n}
-    return make_info(cfg.to_dict(), planner.set.name, planner.set.hash, counts)
+    info = make_info(cfg.to_dict(), planner.set.name, planner.set.hash, counts)
+    if planner.holdout is not None:  # the split, resolved (`comco validate` checks the records against it)
+        info["holdout"] = planner.holdout.to_info()
+    return info
 
 
 def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int | None = None,

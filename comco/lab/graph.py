@@ -21,6 +21,7 @@ from comco.lab.keys import (
     COLOUR_BASE_SEED_OFFSET,
     COLOUR_MAP_SEED_OFFSET,
     REPORT,
+    SHIFT_ROLES,
     StageKey,
     captions_key,
     colour_base_key,
@@ -30,6 +31,7 @@ from comco.lab.keys import (
     probe_key,
     render_key,
     scratch_key,
+    shift_probe_key,
     stage_folder,
 )
 from comco.lab.plan_keys import plan_settings
@@ -200,15 +202,30 @@ class _Parts:
                           "device": self.device,
                           "tor_gallery": "names"}  # ComCO's bare-name gallery (part of the hash: numbers differ)
 
-    def _render(self, role: str, objects, n: int, seed: int, captions, colors: bool, singles: bool) -> Stage:
+    def _render(self, role: str, objects, n: int, seed: int, captions, colors: bool, singles: bool,
+                **plan) -> Stage:
         return _stage(render_key(role, self.oset), {
             "role": role, "object_set": self.oset, "objects": objects, "n": n, "seed": seed, "captions": captions,
-            "colors": colors, "singles": singles, **self.plan_common, **self.render_opts})
+            "colors": colors, "singles": singles, **self.plan_common, **plan, **self.render_opts})
+
+    def shifts(self) -> dict[str, dict]:
+        """SHIFT_ROLES render -> what it plans beside the test set's options: the test scenes'
+        mixed split of data.holdout (seen and held-out combinations, one probe split by them),
+        the test scenes themselves in data.shift_world (a world draws from its own stream, so
+        only the world differs)."""
+        out = {}
+        if self.data.get("holdout"):
+            out["heldout"] = {"holdout_split": "mixed"}
+        if self.data.get("shift_world"):
+            out["shifted"] = {"world": self.data["shift_world"]}
+        return out
 
     def renders(self, colours: bool) -> list[Stage]:
         d, lab = self.data, self.lab
+        test = (d["test_objects"], d["test_images"], d["test_seed"], d["captions"], False, True)
         out = [self._render("train", d["train_objects"], d["train_images"], d["seed"], d["captions"], False, False),
-               self._render("test", d["test_objects"], d["test_images"], d["test_seed"], d["captions"], False, True)]
+               self._render("test", *test)]
+        out += [self._render(role, *test, **plan) for role, plan in self.shifts().items()]
         if colours:
             # the LABCLIP base learns names and colours from its own colour images; the map
             # and the binding probe use others
@@ -258,6 +275,11 @@ class _Parts:
                                         "steps": self.sc["steps"], **self.trained_as},
                                   data=captions_key("train", self.oset, p)))
                 if probes:
+                    # TOR and IOR on the shifted renders, split by the held-out side where there is one
+                    out += [_stage(shift_probe_key(key, role), {**self.probe_cfg, "shift": role,
+                                                               "by": "holdout" if role == "heldout" else None},
+                                   model=key, test=render_key(role, self.oset))
+                            for role in SHIFT_ROLES if role in self.shifts()]
                     deep = analyses and p == self.ft["order_bias"]
                     out.append(self._probe(key, p, deep, self.probe["analyses"] if deep else [],
                                            **({"development": True} if self.probe.get("development") else {}),

@@ -21,8 +21,10 @@ from comco.errors import UserError
 STAGES = "stages"  # OUT/stages/<id>/
 
 # render roles: the training images, the held-out test images (with singles), and the
-# LABCLIP base's and the map's colour images
-RENDER_ROLES = ("train", "test", "colors-train", "colors")
+# LABCLIP base's and the map's colour images; with data.holdout the test scenes' mixed split
+# (seen and held-out combinations), with data.shift_world the test scenes in another world
+RENDER_ROLES = ("train", "test", "colors-train", "colors", "heldout", "shifted")
+SHIFT_ROLES = ("heldout", "shifted")  # the renders a trained model is probed on beside the test set
 # Seeds the graph derives from data.seed, so that no two renders share a stream: the
 # LABCLIP base's colour images and the map's (primes, far from the data and test seeds).
 COLOUR_BASE_SEED_OFFSET = 7907
@@ -38,7 +40,8 @@ class StageKey:
 
     kind: render | captions | scratch | finetune | labclip | probe | report.
     object_set: the set's name. role: render (RENDER_ROLES), captions (CAPTION_ROLES),
-    scratch ("order": the order-bias models; "colors": the LABCLIP bases).
+    scratch ("order": the order-bias models; "colors": the LABCLIP bases), probe (None: the
+    test set; SHIFT_ROLES: that render).
     p: the captions' order bias. seed: the training seed. variant: a fine-tune's name.
     model: a probe's model (None: the untrained prior of `seed`). shard: a render's piece (i, k).
     """
@@ -69,7 +72,9 @@ class StageKey:
         if k == "labclip":
             return f"labclip-{o}-s{self.seed}"
         if k == "probe":
-            return f"probe-prior-{o}-s{self.seed}" if self.model is None else f"probe-{self.model.id}"
+            if self.model is None:
+                return f"probe-prior-{o}-s{self.seed}"
+            return f"probe-{self.role}-{self.model.id}" if self.role else f"probe-{self.model.id}"
         if k == "report":
             return "report"
         raise ValueError(f"no id for stage kind {k!r}")
@@ -117,6 +122,13 @@ def labclip_key(object_set: str, seed: int) -> StageKey:
 def probe_key(model: StageKey) -> StageKey:
     """The probes of a trained model."""
     return StageKey("probe", model.object_set, model=model)
+
+
+def shift_probe_key(model: StageKey, role: str) -> StageKey:
+    """The probes of a trained model on a SHIFT_ROLES render (held-out compositions, another world)."""
+    if role not in SHIFT_ROLES:
+        raise ValueError(f"shift role {role!r}")
+    return StageKey("probe", model.object_set, role, model=model)
 
 
 def prior_key(object_set: str, seed: int) -> StageKey:

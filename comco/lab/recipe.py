@@ -265,11 +265,29 @@ ORIGINS = {
 SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional")),
                           "text_pool": _choice(("mean", "first")), "objective": _choice(("clip", "simcse")),
                           "checkpoints": _int(0, 1000)})
+# issue 23's switches, left out alike: probe the trained models on the test scenes in another
+# world (data.shift_world; the models train on the recipe's own world). data.holdout, a
+# planning option, is keyed through plan_keys.
+ORIGINS["data"] = {"shift_world": None}
+SCHEMA["data"]["shift_world"] = lambda path, v: _shift_world(path, v)
 SCHEMA["probe"]["development"] = _bool()  # probe every saved checkpoint of every scratch model
 SCHEMA["gates"]["caption_r1"] = _float(0.0, 1.0)  # caption-to-caption set R@1 (comco.probes.caption_retrieval)
 # the gates of a text tower trained without images (scratch.objective = "simcse"): its image
 # tower is its untrained one, so only the text-side figures can gate it
 TEXT_ONLY_GATES = {"presence_tor": "presence TOR", "caption_r1": "caption R@1"}
+
+
+def _shift_world(path: str, value):
+    """data.shift_world: the worlds the shifted test scenes draw from (as --world takes them), not plain alone."""
+    from comco.plan.worlds import PLAIN, parse_worlds
+
+    try:
+        worlds = parse_worlds(value)
+    except UserError as exc:
+        _fail(path, value, str(exc))
+    if worlds == (PLAIN,):
+        _fail(path, value, "the plain backdrop is the test set's own world; name an HDRI (or hdri for all eight)")
+    return value
 
 
 def optional(settings: dict, section: str, key: str):
@@ -399,8 +417,31 @@ def _check_origins(s: dict, stages: list[str]) -> None:
                         "probe; set scratch.checkpoints (e.g. 8)")
 
 
+def _check_shift(s: dict) -> None:
+    """issue 23's switches against the rest: an HDRI needs a preset that shows it, and the
+    holdout must hold for every object set at the training scenes' object counts."""
+    data = s["data"]
+    if optional(s, "data", "shift_world") and s["render"]["preset"] == "draft":
+        raise UserError(f"recipe key 'data.shift_world' = {data['shift_world']!r}: the draft preset (Workbench) "
+                        f"shows no HDRI world; set render.preset = \"cycles\" or drop the key")
+    if data.get("holdout"):
+        from comco.manifest import load_object_set
+        from comco.plan import PlanConfig
+        from comco.plan.holdout import resolve
+
+        for name in data["object_sets"]:
+            for objects in (data["train_objects"], data["test_objects"]):
+                try:
+                    resolve(PlanConfig.from_dict({"object_set": name, "objects": objects,
+                                                  "holdout": data["holdout"]}), load_object_set(name))
+                except UserError as exc:
+                    raise UserError(f"recipe key 'data.holdout' = {data['holdout']!r} (object set {name}): "
+                                    f"{exc}") from None
+
+
 def _check_consistency(s: dict, stages: list[str]) -> None:
     _check_origins(s, stages)
+    _check_shift(s)
     for stage in stages:
         for need in STAGE_NEEDS.get(stage, ()):
             if need not in stages:

@@ -308,7 +308,37 @@ def _analyses(payload: dict) -> dict:
     return out
 
 
+def shift_probe(config: dict, deps: dict, out: Path) -> dict:
+    """TOR and IOR of a trained model on a shifted render (config["shift"]: held-out compositions or
+    another world), split by config["by"] where set: the whole set's groups and each cell's."""
+    from comco.models import ModelRef
+    from comco.probes import ProbeOptions, run_probes
+
+    opts = ProbeOptions(probes=["tor", "ior"], templates=config["tor_templates"], batch_size=config["batch_size"],
+                        device=_device(config), cache_dir=None, plots=False, tor_gallery=config["tor_gallery"],
+                        n_boot=config["bootstrap"], seed=config["seed"], by=config["by"])
+    results = run_probes(deps["test"] / DATA, [ModelRef(f"ckpt:{deps['model'] / 'model.pt'}")], opts, quiet=True)
+    label = results["models"][0]["label"]
+
+    def part(cell):
+        tor: dict[str, list] = {}
+        for g in results["probes"]["tor"][label]:
+            if g.get("cell") == cell:
+                tor.setdefault(g["template"], []).append(g)
+        return {"tor": {t: _groups(gs) for t, gs in tor.items()},
+                "ior": _groups([g for g in results["probes"]["ior"][label] if g.get("cell") == cell])}
+
+    res = {"shift": config["shift"], **part(None), "test_hash": results["dataset"]["hash"]}
+    if results.get("by"):
+        res["by"] = results["by"]
+        res["cells"] = {cell: part(cell) for cell in results["by"]["cells"]}
+    write_json(out / RESULTS, res, indent=1, sort_keys=False)
+    return {"results": RESULTS}
+
+
 def probe(config: dict, deps: dict, out: Path) -> dict:
+    if config.get("shift"):
+        return shift_probe(config, deps, out)
     from comco.models import ModelRef, load_model
     from comco.probes import (
         Embedder,

@@ -11,6 +11,7 @@ from comco.errors import UserError
 from comco.manifest import ObjectSet
 from comco.plan import captions as cap
 from comco.plan import options as declared
+from comco.plan.holdout import resolve as resolve_holdout
 from comco.plan.parse import parse_pairs
 from comco.plan.worlds import PLAIN
 from comco.record import MAX_OBJECTS
@@ -83,6 +84,7 @@ def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
                                                                               DEFAULT.world_strength):
         raise UserError("--world-rotation and --world-strength turn and scale an HDRI world; "
                         "add --world (e.g. --world hdri)")
+    resolve_holdout(cfg, object_set)
 
 
 def check_pairs(cfg: PlanConfig) -> None:

@@ -69,8 +69,9 @@ class Drawn:
 
 
 class Drawer:
-    def __init__(self, cfg, object_set: ObjectSet, placer=None):
+    def __init__(self, cfg, object_set: ObjectSet, placer=None, composer=None):
         self.cfg = cfg
+        self._composer = composer  # --holdout: rewrites the drawn objects (comco/plan/holdout.py)
         self.set = object_set
         objs = object_set.objects
         self.material_names = list(object_set.materials)
@@ -140,6 +141,8 @@ class Drawer:
         count = np.array([self.count_for(index) for index, _ in jobs])
         valid = np.arange(K)[None, :] < count[:, None]
         ids = self._choose(kept[:, OBJECTS:OBJECTS + K], count)
+        if self._composer is not None:
+            self._composer.objects(ids, count, jobs, [r - r % OBJECT_RETRIES for _, r in jobs])
         reach = self._yaw_range[ids]
         yaw = np.where(valid, _pick(uniform[:, YAW:YAW + K], 2 * reach + 1) - reach, 0)
         large_slot = self._large_options[_pick(kept[:, LARGE_SLOT], len(self._large_options))]

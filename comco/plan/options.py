@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from comco.errors import UserError
-from comco.plan import parse, worlds
+from comco.plan import holdout, parse, worlds
 from comco.plan.orders import POLICIES
 from comco.record import LAYOUTS, MAX_OBJECTS, SLOTS
 
@@ -247,6 +247,17 @@ OPTIONS: tuple[PlanOption, ...] = (
                check=_check_range("--world-strength", 0.0, 100.0), in_hash=WHEN_SET,
                recipe="data.world_strength", help="Strength of an HDRI world's light: a value or a range "
                                                   "drawn per image, e.g. 0.2-0.7."),
+    # Held-out compositions (issue 23 item 4; comco/plan/holdout.py): each WHEN_SET, off by default.
+    # The names are checked against the object set in check_config (holdout.resolve).
+    PlanOption("holdout", Optional[str], None, cli_type=Optional[str], parse=holdout.parse_holdout,
+               in_hash=WHEN_SET, recipe="data.holdout",
+               help="Combinations a training set never shows and its test set always shows: "
+                    "pairs:cup+bowl,mug+fork (objects together), slot:cup=M, color:cube=red, size:cup=0 "
+                    "(0 = largest), or KIND:auto:SHARE[:SEED] (a seeded share of the kind's combinations)."),
+    # The lab sets it per stage (its training and probe sets), so no recipe key.
+    PlanOption("holdout_split", str, holdout.TRAIN, choices=holdout.SPLITS, in_hash=WHEN_SET,
+               help="Which side of --holdout this plan is: train (no image shows a held-out combination), "
+                    "test (every image shows one) or mixed (half each, every object count on both sides)."),
 )
 
 

@@ -26,6 +26,8 @@ from comco.plan import placement as pl
 from comco.plan.camera import Camera
 from comco.plan.config import PlanConfig, check_config
 from comco.plan.draws import LIGHT_NORMALS, OBJECT_RETRIES, Drawer
+from comco.plan.holdout import TRAIN, Composer
+from comco.plan.holdout import resolve as resolve_holdout
 from comco.plan.orders import mention_orders
 from comco.plan.pairs import Miss, Pairer
 from comco.plan.placement import PLACEMENT_TRIES
@@ -36,6 +38,7 @@ SCENE_RETRIES = 200  # ten draws of objects: two thin objects (a spoon and an ax
 BATCH = 1024  # attempts placed together; any size gives the same records
 WINDOW = 4 * BATCH  # records held back at most while an earlier scene still retries
 PAIR_FAILED = -1  # a placed base whose pair variants could not all be made (not a placement code)
+HOLDOUT_MISSED = -2  # a placed scene on the wrong side of --holdout's split (not a placement code)
 
 
 class PlanFailure(Exception):
@@ -60,7 +63,9 @@ class Planner:
         self.templates = self.book.select(list(cfg.captions), cfg.colors, pairs=bool(cfg.pairs), layout=cfg.layout)
         self.captioner = cap.Captioner(self.templates, self.book, object_set)
         self.placer = pl.Placer(self.camera, object_set.objects)
-        self.drawer = Drawer(cfg, object_set, self.placer)
+        self.holdout = resolve_holdout(cfg, object_set)
+        self.composer = None if self.holdout is None else Composer(self.holdout, object_set, cfg.seed)
+        self.drawer = Drawer(cfg, object_set, self.placer, composer=self.composer)
         self.pairer = Pairer(self) if cfg.pairs else None
         self.worlds = WorldDrawer(cfg)
         # Rounded once: the record's turn for each whole degree.
@@ -169,9 +174,11 @@ class Planner:
             drawn = self.drawer.draw([(index, retry) for _, index, _, retry in todo])
             placed = self._place(drawn)
             status = placed.status.tolist()
+            why: dict[int, str] = {}
+            if self.composer is not None:
+                self._split_misses(drawn, status, why)
             ok = [a for a, s in enumerate(status) if s == pl.OK]
             bases = self._base_records(drawn, placed, ok)
-            why: dict[int, str] = {}
             if self.pairer is None:
                 for a, rec in zip(ok, bases):
                     done[todo[a][0]] = rec
@@ -198,6 +205,19 @@ class Planner:
             while next_out in done:
                 yield done.pop(next_out)
                 next_out += 1
+
+    def _split_misses(self, drawn, status: list[int], why: dict[int, str]) -> None:
+        """Mark the placed attempts whose scene is on the wrong side of --holdout's split."""
+        names = self.set.names
+        for a, s in enumerate(status):
+            if s != pl.OK:
+                continue
+            n = len(drawn.colors[a])
+            miss = self.composer.miss(drawn.index[a], [names[i] for i in drawn.ids[a, :n].tolist()],
+                                      [SLOTS[i] for i in drawn.slot[a, :n].tolist()], drawn.colors[a],
+                                      drawn.ranks[a, :n].tolist())
+            if miss:
+                status[a], why[a] = HOLDOUT_MISSED, miss
 
     def _place(self, drawn) -> pl.Placed:
         layout = self.cfg.layout
@@ -259,6 +279,8 @@ class Planner:
                 objects=objs, mention_orders=orders,
             )  # its captions follow: they read the rest of it
             record["captions"] = self.captioner.for_record(record, variant[r][:n])
+            if self.holdout is not None:  # the held-out combinations it shows ([] on the training side)
+                record["holdout"] = self.holdout.shows_record(record)
             out.append(record)
         return out
 
@@ -277,6 +299,8 @@ class Planner:
             colors = list(o.allowed_colors(self.set.palette)) if self.cfg.colors else [None]
             if self.cfg.colors and not o.colorable:
                 colors = colors[:1] or [self.set.default_color]
+            if self.holdout is not None and self.holdout.kind == "color" and self.holdout.split == TRAIN:
+                colors = [c for c in colors if (o.name, c) not in self.holdout.combos]  # never shown in training
             for color in colors:
                 sid = o.name if color is None else f"{o.name}-{color}"
                 if sid in seen:  # its image and mask would overwrite another single's

@@ -15,7 +15,8 @@ where the design pairs models, a direction read only where the interval excludes
 and each seed left out in turn. Published figures appear only as labelled reference rows.
 
 Modules: stats (intervals, formats), verdict (the rule), lookup (stages by key), context
-(one object set's part; a finding), figures, gates, dose, finetune, labclip, provenance,
+(one object set's part; a finding), figures, gates, dose, shift (held-out compositions and the
+domain shift), finetune, labclip, provenance,
 findings.
 """
 
@@ -34,6 +35,7 @@ from comco.lab.report.gates import gates_section
 from comco.lab.report.labclip import labclip_section
 from comco.lab.report.lookup import MissingStage, Run
 from comco.lab.report.provenance import what_was_run, where_made
+from comco.lab.report.shift import shift_sections
 from comco.report import Doc
 
 FIGURES = "figures"
@@ -107,6 +109,9 @@ def object_set_sections(c: SetContext) -> dict:
     counts = sorted({int(n) for r in [*probes.values(), *prior] for n in r.get("tor", {}).get("and", {})})
     if counts:
         numbers["dose_response"] = dose_sections(c, probes, counts, prior)
+    shift = shift_sections(c, passing)
+    if shift:
+        numbers["shift"] = shift
     ft = finetune_sections(c, passing, prior)
     if ft:
         numbers["finetune"] = ft
