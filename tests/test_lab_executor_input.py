@@ -50,7 +50,7 @@ def test_slurm_without_submitit(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "shadow"), os.environ.get("PYTHONPATH", "")])}
     line = one_line(lab(str(RECIPE), "--scale", "smoke", "--out", str(tmp_path / "out"), "--executor", "slurm",
                         env=env))
-    assert "pip install 'comco[cluster]'" in line
+    assert "pip install submitit" in line and "'.[cluster]'" in line
     assert not (tmp_path / "out").exists()
 
 
@@ -98,3 +98,43 @@ def test_status_of_a_folder_that_holds_no_run(tmp_path):
     r = subprocess.run([sys.executable, "-m", "comco.cli", "lab", "status", str(tmp_path)], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and "holds no lab run" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def fake_cluster(folder: Path) -> dict:
+    """The stand-in SLURM commands on PATH (their sinfo lists the partitions gpu and cpu)."""
+    from support import fakeslurm
+
+    fakeslurm.install(folder / "bin")
+    return {**os.environ, "PATH": f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "FAKE_SLURM_DIR": str(folder / "slurm"), "FAKE_SLURM_PARTITIONS": "gpu*,cpu"}
+
+
+@pytest.mark.parametrize("table, key, bad", [
+    ('\n[run.slurm]\npartition = "gpux"\n', "run.slurm.partition", "gpux"),
+    ('\n[run.slurm]\npartition = "gpu"\n[run.slurm.render]\npartition = "cpu,big"\n', "run.slurm.render.partition",
+     "big")])
+def test_a_partition_the_cluster_does_not_have(tmp_path, table, key, bad):
+    pytest.importorskip("submitit")
+    env = fake_cluster(tmp_path)
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(with_run_slurm(table), encoding="utf-8")
+    line = one_line(lab(str(recipe), "--scale", "smoke", "--out", str(tmp_path / "out"), "--executor", "slurm",
+                        env=env))
+    assert f"'{key}'" in line and f"no partition '{bad}'" in line and "cpu, gpu" in line
+    assert not (tmp_path / "out").exists() and not (tmp_path / "slurm" / "submissions.jsonl").exists()
+
+
+def test_the_partitions_sinfo_lists_pass_the_check(tmp_path, monkeypatch):
+    """The default partition's "*" and a comma list are understood; without sinfo nothing is asked."""
+    from comco.lab.executors import check_partitions
+
+    env = fake_cluster(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("FAKE_SLURM_PARTITIONS", env["FAKE_SLURM_PARTITIONS"])
+    settings = {"run": {"slurm": {"partition": "gpu", "render": {"partition": "cpu,gpu"}}}}
+    check_partitions(settings)
+    settings["run"]["slurm"]["scratch"] = {"partition": "long"}
+    with pytest.raises(UserError, match="run.slurm.scratch.partition"):
+        check_partitions(settings)
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no sinfo: sbatch has the last word
+    check_partitions(settings)

@@ -4,12 +4,12 @@ stages on the cores left, and a run whose files match the local pool's."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.labrun import fake_gpus
 
 from comco.lab.executors.base import StageCall
 from comco.lab.executors.node import Device, Placement, memory_estimate_gib, stage_request
@@ -82,15 +82,6 @@ def test_a_stage_is_given_its_device_in_cuda_visible_devices(tmp_path, monkeypat
     assert seen == {"s0": "0", "s1": "1", "s2": "0", "c": ""}
 
 
-def fake_gpus(folder: Path, n: int) -> dict:
-    """An nvidia-smi on PATH that lists n 80 GiB GPUs."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = "\\n".join(f"{i}, 81920" for i in range(n))
-    (folder / "nvidia-smi").write_text(f"#!/bin/sh\nprintf '{rows}\\n'\n")
-    (folder / "nvidia-smi").chmod(0o755)
-    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
-
-
 @pytest.mark.bpy
 def test_node_runs_the_graph_with_the_local_results(tmp_path):
     pytest.importorskip("bpy")
@@ -113,4 +104,18 @@ def test_gpus_asked_of_a_machine_without_them_is_one_line(tmp_path):
                        timeout=120, env=fake_gpus(tmp_path / "bin", 0))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "--gpus 2" in r.stderr and "0 GPU" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_recipe_that_renders_on_cuda_on_a_machine_without_gpus_is_one_line(tmp_path):
+    text = (Path(__file__).resolve().parent.parent / "recipes" / "order-bias.toml").read_text(encoding="utf-8")
+    old = '[scales.smoke.render]\npreset = "draft"\nresolution = 32\ndevice = "cpu"'
+    assert text.count(old) == 1
+    recipe = tmp_path / "cuda.toml"
+    recipe.write_text(text.replace(old, old.replace('"cpu"', '"optix"')), encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "lab", "run", str(recipe), "--scale", "smoke", "--out",
+                        str(tmp_path / "out"), "--executor", "node"], capture_output=True, text=True,
+                       timeout=120, env=fake_gpus(tmp_path / "bin", 0))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
+    assert "asks for CUDA" in r.stderr and "no GPU" in r.stderr
     assert not (tmp_path / "out").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -79,6 +80,19 @@ def slurm_env(tmp_path):
         os.environ["FAKE_SLURM_DIR"] = old
 
 
+def journaled(data: Path) -> dict[str, tuple[int, int]]:
+    """The images a render's journal holds as finished: {path: (inode, mtime ns)}; an image
+    rendered again is written anew (a temp file renamed over it)."""
+    from comco.render.journal import read_journal
+
+    out = {}
+    for entry in read_journal(data).values() if data.is_dir() else ():
+        if entry.get("status") == "ok":
+            st = (data / entry["record"]["image"]).stat()
+            out[entry["record"]["image"]] = (st.st_ino, st.st_mtime_ns)
+    return out
+
+
 def jobs(out: Path) -> dict:
     return json.loads((out / "jobs.json").read_text())
 
@@ -125,6 +139,13 @@ def test_like_stages_go_out_as_one_array_with_the_recipe_request_and_give_the_lo
     assert any(line.strip().startswith("|") and "Error" in line for line in shown.splitlines())
     assert "1 failed" in shown.splitlines()[-1]
 
+    # the cause removed, the next driver submits the failed stage again (it does not adopt the failed job)
+    shutil.rmtree(victim / "data")
+    lab(recipe, out, "--executor", "slurm", env=slurm_env)
+    assert jobs(out)["render-test-simco"]["jobs"] == ["1000_1", "1001", "1002"]
+    assert stage_hashes(out) == stage_hashes(local_run)
+    assert "0 failed, 0 left" in status(out, slurm_env).splitlines()[-1]
+
 
 def test_a_preempted_job_is_requeued_and_a_lost_job_submitted_again_and_the_data_is_the_same(
         recipe, local_run, slurm_env, tmp_path):
@@ -136,11 +157,12 @@ def test_a_preempted_job_is_requeued_and_a_lost_job_submitted_again_and_the_data
               "the test render to run")
         train, test = (jobs(out)[s]["jobs"][0] for s in ("render-train-simco", "render-test-simco"))
         fakeslurm.kill(test)  # the node under the test render is lost: no result, no checkpoint
-        images = out / "stages" / "render-train-simco" / "data" / "images"
-        until(lambda: images.is_dir() and len(list(images.glob("*.png"))) >= 3, "the training render to be under way")
+        data = out / "stages" / "render-train-simco" / "data"
+        until(lambda: len(journaled(data)) >= 3, "the training render to journal some images")
         # preemption as submitit's own SlurmJob._interrupt(timeout=True) does it: USR2 to the task,
         # which checkpoints the (Checkpointable) stage job and requeues it with `scontrol requeue`
         subprocess.run(["scancel", train, "--signal", "USR2"], env=slurm_env, check=True)
+        before = journaled(data)  # what the first attempt had finished (it may add one before it stops)
         assert proc.wait(timeout=900) == 0, proc.stderr.read()[-3000:]
     finally:
         if proc.poll() is None:
@@ -148,6 +170,9 @@ def test_a_preempted_job_is_requeued_and_a_lost_job_submitted_again_and_the_data
     assert job_state(train)["restarts"] == 1 and job_state(train)["state"] == "COMPLETED"
     assert [a["job_id"] for a in attempts(out, "render-train-simco")] == [train, train]  # the same job, again
     assert [a["restart"] for a in attempts(out, "render-train-simco")] == [0, 1]
+    # the requeued job resumed from the render's journal: what the first attempt finished is the same file
+    after = journaled(data)
+    assert before and all(after[image] == stat for image, stat in before.items())
     lost = jobs(out)["render-test-simco"]["jobs"]
     assert lost[0] == test and len(lost) == 2 and job_state(test)["state"] == "NODE_FAIL"
     assert stage_hashes(out) == stage_hashes(local_run)
@@ -183,6 +208,20 @@ def test_a_driver_killed_and_started_again_reattaches_and_runs_no_stage_twice(re
     # and a third driver finds everything done: no job at all
     lab(recipe, out, "--executor", "slurm", env=slurm_env)
     assert len((tmp_path / "slurm" / "submissions.jsonl").read_text().splitlines()) == 1
+
+
+def test_no_more_jobs_are_queued_at_once_than_max_queued(slurm_env, tmp_path):
+    from support.labrun import SLURM_TABLE
+
+    recipe = tiny_recipe(tmp_path, SLURM_TABLE.replace("[run.slurm]\n", "[run.slurm]\nmax_queued = 1\n"))
+    out = tmp_path / "run"
+    lab(recipe, out, "--executor", "slurm", env=slurm_env)
+    # the two renders, ready together, went out one at a time: two jobs of one task, not an array of two
+    subs = [json.loads(line) for line in (tmp_path / "slurm" / "submissions.jsonl").read_text().splitlines()]
+    assert [s["tasks"] for s in subs] == [1, 1]
+    first, second = (job_state(s["job"]) for s in subs)
+    assert first["state"] == second["state"] == "COMPLETED" and second["submitted"] >= first["end"]
+    assert len(stage_hashes(out)) == 4
 
 
 def test_a_large_render_runs_as_a_shard_array_and_merges_into_the_same_dataset(local_run, slurm_env, tmp_path):

@@ -7,8 +7,9 @@ JobID,State,NodeList --parsable2 -j N` prints a header and one `|`-separated row
 (array tasks as N_i, with a N_i.batch step row as SLURM prints it); `scancel N --signal S`
 signals the job step's task (the process srun started), plain `scancel N` ends the job;
 `scontrol requeue N` runs it again when it exits (SLURM_RESTART_COUNT counts the restarts);
-`--dependency=afterok:N` holds a job until N completed; `kill N` (no SLURM command: the
-tests' lost node) SIGKILLs a job. State lives in $FAKE_SLURM_DIR.
+`--dependency=afterok:N` holds a job until N completed; `sinfo -h -o %P` lists
+$FAKE_SLURM_PARTITIONS (default gpu*,cpu); `kill N` (no SLURM command: the tests' lost
+node) SIGKILLs a job. State lives in $FAKE_SLURM_DIR.
 """
 
 from __future__ import annotations
@@ -265,14 +266,22 @@ def srun(args: list[str]) -> None:
     os.execvp(args[i], args[i:])
 
 
-COMMANDS = {"sbatch": sbatch, "scancel": scancel, "scontrol": scontrol, "sacct": sacct, "squeue": squeue,
-            "srun": srun, "_run": lambda a: _run(a[0]), "kill": lambda a: kill(a[0])}
+def sinfo(args: list[str]) -> None:
+    """`sinfo -h -o %P`: the partitions, one a line, the default marked with "*" ($FAKE_SLURM_PARTITIONS)."""
+    if "%P" not in args:
+        raise SystemExit(f"fake sinfo: only -h -o %P ({args})")
+    for name in os.environ.get("FAKE_SLURM_PARTITIONS", "gpu*,cpu").split(","):
+        print(name)
+
+
+COMMANDS = {"sbatch": sbatch, "sinfo": sinfo, "scancel": scancel, "scontrol": scontrol, "sacct": sacct,
+            "squeue": squeue, "srun": srun, "_run": lambda a: _run(a[0]), "kill": lambda a: kill(a[0])}
 
 
 def install(bin_dir: Path) -> None:
     """Shell wrappers named like the SLURM commands, each calling this file."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("sbatch", "scancel", "scontrol", "sacct", "squeue", "srun"):
+    for name in ("sbatch", "scancel", "scontrol", "sacct", "squeue", "srun", "sinfo"):
         path = bin_dir / name
         path.write_text(f"#!/bin/sh\nexec {sys.executable} {Path(__file__).resolve()} {name} \"$@\"\n")
         path.chmod(0o755)

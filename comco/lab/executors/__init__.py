@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from comco.errors import UserError
@@ -33,6 +34,8 @@ def make_executor(name: str, *, out: Path, settings: dict, jobs: int, gpus: int 
 
         return NodeExecutor(out, node_devices(gpus, settings), os.cpu_count() or 1, jobs)
     require_submitit(cluster=name == "slurm")
+    if name == "slurm":
+        check_partitions(settings)
     if gpus is not None:
         raise UserError("--gpus applies to --executor node (and to --dry-run); SLURM jobs ask for the GPUs "
                         "of [run.slurm] gpus")
@@ -46,9 +49,33 @@ def require_submitit(cluster: bool) -> None:
     try:
         import submitit  # noqa: F401
     except ImportError:
-        raise UserError("the slurm executors need submitit: pip install 'comco[cluster]'") from None
+        raise UserError("the slurm executors need submitit: pip install submitit (or, in the comco checkout, "
+                        "pip install -e '.[cluster]')") from None
     if cluster:
         missing = [c for c in ("sbatch", "srun", "sacct", "scancel") if shutil.which(c) is None]
         if missing:
             raise UserError(f"--executor slurm: {', '.join(missing)} not on PATH (run the driver on a SLURM "
                             "login node, or use --executor slurm-local to rehearse here)")
+
+
+def check_partitions(settings: dict) -> None:
+    """Every partition [run.slurm] (or a [run.slurm.KIND]) names is one `sinfo` lists: sbatch
+    would refuse the first job of a kind only when that kind is ready, hours into a run.
+    Skipped where sinfo is missing or fails (sbatch still has the last word)."""
+    table = settings["run"]["slurm"]
+    wanted = {"run.slurm.partition": table.get("partition")}
+    wanted.update({f"run.slurm.{k}.partition": v.get("partition") for k, v in table.items() if isinstance(v, dict)})
+    wanted = {key: value for key, value in wanted.items() if value}
+    if not wanted or shutil.which("sinfo") is None:
+        return
+    try:
+        text = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=60,
+                              check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return
+    have = {p.strip().rstrip("*") for p in text.split()}  # the default partition ends in "*"
+    for key, value in wanted.items():
+        unknown = [p for p in value.split(",") if p.strip() not in have]  # sbatch takes a list
+        if unknown:
+            raise UserError(f"recipe key '{key}' = {value!r}: no partition {unknown[0]!r} on this cluster (sinfo "
+                            f"lists {', '.join(sorted(have)) or 'none'}); use one of those")

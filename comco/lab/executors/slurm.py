@@ -132,7 +132,7 @@ class SlurmExecutor(Executor):
         if not entry or entry["hash"] != call.hash or not entry["jobs"] or entry.get("cluster") != self.cluster:
             return None
         if entry.get("collected"):
-            return None  # its result was written and the stage is not done: its stage.json was removed, redo it
+            return None  # a driver took its end (a result, then the stage.json was removed; or a failure): redo it
         job = self._job(entry["jobs"][-1])
         if job is None:
             return None
@@ -185,11 +185,16 @@ class SlurmExecutor(Executor):
                 return out
             time.sleep(POLL_S)
 
+    def _collected(self, call: StageCall) -> None:
+        """This job's end was taken: a later driver must not adopt it again (a result is written
+        into the stage's folder; a failure is the driver's to report once, then to submit again)."""
+        self.registry()[call.id]["collected"] = True
+        write_json(self.out / JOBS, self.registry())
+
     def _outcome(self, call: StageCall, job) -> Outcome | None:
         try:
             summary, seconds = job.result()
-            self.registry()[call.id]["collected"] = True  # a later driver must not take this result again
-            write_json(self.out / JOBS, self.registry())
+            self._collected(call)
             return Outcome(call.id, summary, seconds)
         except FailedJobError:
             reason = "failed"
@@ -200,6 +205,7 @@ class SlurmExecutor(Executor):
                 del self._jobs[call.id]
                 self._submit(call.kind, [call])  # the stage resumes from what it left in its folder
                 return None
+        self._collected(call)
         tail = log_tail(job.paths.stderr) or log_tail(job.paths.stdout)
         message = (f"stage {call.id} {reason} (job {job.job_id}); the last lines of {job.paths.stderr}:\n"
                    + "\n".join(f"    {line}" for line in tail))
