@@ -20,6 +20,9 @@ from comco.record import (
 )
 
 
+OUTPUT_FIELDS = ("depth", "normals", "relations", "occlusion_order")
+
+
 def planner(**kw):
     cfg = PlanConfig(object_set="simco", objects=(2, 3, 4), n=12, **kw)
     return Planner(cfg, load_object_set("simco"))
@@ -29,14 +32,16 @@ def test_planned_records_have_exactly_the_typed_fields():
     p = planner(colors=True)
     optional = {k for k in ObjectEntry.__annotations__ if k == "measured"}
     for rec in p.records():
-        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world"}  # pair / --world datasets only
+        # pair / --world datasets only, the outputs with --depth / --normals / --relations only
+        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world", *OUTPUT_FIELDS}
         for o in rec["objects"]:
             assert set(o) == set(ObjectEntry.__annotations__) - optional
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
     for single in p.singles():
         assert set(single) == set(SingleRecord.__annotations__)
-    for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",)).records():
-        assert set(rec) == set(SceneRecord.__annotations__)
+    for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",), depth=True, normals=True,
+                       relations=True).records():
+        assert set(rec) == set(SceneRecord.__annotations__) - {"occlusion_order"}  # measured, by the renderer
         assert set(rec["world"]) == set(WorldEntry.__annotations__)
         assert set(rec["pair"]) == set(PairEntry.__annotations__)
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []

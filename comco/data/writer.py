@@ -16,7 +16,7 @@ from comco.data.folder import INFO, SCENES, SINGLES, check_writable, make_info, 
 from comco.errors import UserError
 from comco.io import atomic_write, dumps, write_json, write_jsonl
 from comco.manifest import load_object_set
-from comco.plan import PlanConfig, Planner
+from comco.plan import PlanConfig, Planner, outputs_info
 from comco.progress import progress
 
 CHUNK = 4096
@@ -104,7 +104,11 @@ def dataset_info(planner: Planner, extra_counts: dict | None = None) -> dict:
     counts = {"images": cfg.n, "per_object_count": per_count, **(extra_counts or {})}
     if cfg.pairs:  # every scene is a base image plus one variant image per factor
         counts = {**counts, "images": cfg.n * (1 + len(cfg.pairs)), "scenes": cfg.n}
-    return make_info(cfg.to_dict(), planner.set.name, planner.set.hash, counts)
+    info = make_info(cfg.to_dict(), planner.set.name, planner.set.hash, counts)
+    outputs = outputs_info(cfg)
+    if outputs:  # only with --depth / --normals / --relations: other datasets keep today's dataset.json
+        info["outputs"] = outputs
+    return info
 
 
 def write_plan(planner: Planner, out: Path, *, quiet: bool = False, workers: int | None = None,

@@ -247,6 +247,18 @@ OPTIONS: tuple[PlanOption, ...] = (
                check=_check_range("--world-strength", 0.0, 100.0), in_hash=WHEN_SET,
                recipe="data.world_strength", help="Strength of an HDRI world's light: a value or a range "
                                                   "drawn per image, e.g. 0.2-0.7."),
+    # Outputs beside each image (issue 23 item 3): each WHEN_SET, off by default (the records,
+    # images and hashes of a dataset without them are today's). The preset's passes are checked
+    # by `comco render` (comco.record.PASSES).
+    PlanOption("depth", bool, False, in_hash=WHEN_SET, recipe="render.depth",
+               help="Write a depth PNG per image (depth/<id>.png: 16-bit, millimetres from the camera plane, "
+                    "0 = no surface); draft and cycles presets."),
+    PlanOption("normals", bool, False, in_hash=WHEN_SET, recipe="render.normals",
+               help="Write a surface-normal PNG per image (normals/<id>.png: camera-space, RGB = (n + 1) / 2); "
+                    "cycles and high presets."),
+    PlanOption("relations", bool, False, in_hash=WHEN_SET, recipe="render.relations",
+               help="Record a relations graph per image (left of, right of, above, below, in front of, behind; "
+                    "from the planned 3-D positions and the camera) and the measured occlusion order."),
 )
 
 
