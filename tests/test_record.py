@@ -19,7 +19,6 @@ from comco.record import (
     object_names,
 )
 
-
 OUTPUT_FIELDS = ("depth", "normals", "relations", "occlusion_order")
 
 

@@ -1,10 +1,11 @@
 """The per-image outputs a plan decides: where the depth and normal maps go, and the relations
 graph of the planned objects (pure Python; the worker adds the measured occlusion order).
 
-Relations are read from the planned 3-D centres (ground position, half the planned height) as
-the camera sees them (comco.plan.camera.Camera): left of / right of and above / below along the
-image's axes (the projected centres), in front of / behind along the camera's viewing axis (the
-centres' distance from the camera plane). A pair closer than MARGIN on an axis has no relation
+Relations are read from the planned 3-D positions as the camera sees them
+(comco.plan.camera.Camera): left of / right of and above / below along the image's axes (the
+projected centres: ground position, half the planned height up), in front of / behind along the
+camera's viewing axis (the ground positions' distance from the camera plane, as CLEVR reads
+"behind": a tall object's raised centre would otherwise come nearer than where it stands). A pair closer than MARGIN on an axis has no relation
 on it, so near-ties are never guessed. Both directions are recorded (A left of B and B right of A).
 """
 
@@ -52,11 +53,12 @@ def camera_frame(record: dict, heights: list[float]) -> list[tuple[float, float,
 def relations(record: dict, heights: list[float]) -> list[Relation]:
     """The relations graph of a record's objects, every ordered pair, in a fixed order."""
     seen = camera_frame(record, heights)
+    ground = [d for _, _, d in camera_frame(record, [0.0] * len(heights))]
     width = record["resolution"][0]
-    depth_margin = MARGIN * sum(d for _, _, d in seen) / len(seen)
+    depth_margin = MARGIN * sum(ground) / len(ground)
     out: list[Relation] = []
-    for i, (ui, vi, di) in enumerate(seen):
-        for j, (uj, vj, dj) in enumerate(seen):
+    for i, ((ui, vi, _), di) in enumerate(zip(seen, ground)):
+        for j, ((uj, vj, _), dj) in enumerate(zip(seen, ground)):
             if i == j:
                 continue
             for differs, margin, less, more in ((ui - uj, MARGIN * width, "left of", "right of"),

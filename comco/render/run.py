@@ -78,10 +78,10 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
         overwrite: render the folder again from scratch; resume: continue an interrupted render.
         quiet: no progress display.
     Returns a summary (images, singles, failures, seconds)."""
+    check_passes(cfg, opts.preset)
     check_environment(opts)
     if opts.preset == "draft" and cfg.world != (PLAIN,):
         raise UserError("--world: the draft preset (Workbench) shows no HDRI world; use --preset cycles")
-    check_passes(cfg, opts.preset)
     planner = make_planner(cfg)
     info = dataset_info(planner)
     info["config"]["render"] = opts.image_config()
@@ -170,7 +170,7 @@ def check_passes(cfg: PlanConfig, preset: str) -> None:
     """Refuse --depth / --normals with a preset whose engine does not write that pass (one line,
     before anything is written)."""
     for name in ("depth", "normals"):
-        if getattr(cfg, name) and name not in PASSES[preset]:
+        if getattr(cfg, name) and name not in PASSES.get(preset, PASSES["cycles"]):  # an unknown preset: its own error
             able = [p for p, have in PASSES.items() if name in have]
             raise UserError(f"--{name}: the {preset} preset cannot write {name} maps; use --preset "
                             f"{' or '.join(able)}")
