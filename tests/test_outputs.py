@@ -153,10 +153,9 @@ def rendered(tmp_path_factory):
     Cycles one with depth and normals."""
     pytest.importorskip("bpy")
     root = tmp_path_factory.mktemp("outputs")
-    runs = {"draft": ["--preset", "draft", "--objects", "4-5", "--large-fraction", "0.12", "--n", "3",
-                      "--resolution", "64", "--depth", "--relations", "--coco"],
-            "plain": ["--preset", "draft", "--objects", "4-5", "--large-fraction", "0.12", "--n", "3",
-                      "--resolution", "64", "--coco"],
+    crowded = ["--preset", "draft", "--objects", "5", "--large-fraction", "0.2", "--small-fraction", "0.03-0.05",
+               "--min-visible", "0.3", "--n", "3", "--resolution", "64", "--coco"]  # objects hide each other
+    runs = {"draft": [*crowded, "--depth", "--relations"], "plain": crowded,
             "cycles": ["--preset", "cycles", "--samples", "4", "--objects", "3", "--n", "2", "--resolution", "48",
                        "--depth", "--normals", "--masks"]}
     for name, args in runs.items():
@@ -265,7 +264,7 @@ def test_validate_reports_a_missing_or_damaged_depth_map_like_an_image(rendered,
 
 @pytest.mark.bpy
 def test_shards_merge_with_their_maps(rendered, tmp_path):
-    args = [*COMMON, "--preset", "draft", "--objects", "3", "--n", "2", "--resolution", "32", "--depth",
+    args = [*COMMON, "--preset", "draft", "--objects", "3", "--n", "2", "--resolution", "64", "--depth",
             "--relations"]
     for i in (0, 1):
         r = run("render", *args, "--shard", f"{i}/2", "--out", tmp_path / f"s{i}")
