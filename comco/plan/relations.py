@@ -5,8 +5,9 @@ Relations are read from the planned 3-D positions as the camera sees them
 (comco.plan.camera.Camera): left of / right of and above / below along the image's axes (the
 projected centres: ground position, half the planned height up), in front of / behind along the
 camera's viewing axis (the ground positions' distance from the camera plane, as CLEVR reads
-"behind": a tall object's raised centre would otherwise come nearer than where it stands). A pair closer than MARGIN on an axis has no relation
-on it, so near-ties are never guessed. Both directions are recorded (A left of B and B right of A).
+"behind": a tall object's raised centre would otherwise come nearer than where it stands).
+A pair closer than MARGIN on an axis has no relation on it, so near-ties are never guessed.
+Both directions are recorded (A left of B and B right of A).
 """
 
 from __future__ import annotations
