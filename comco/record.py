@@ -131,7 +131,7 @@ OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
 MEASURED_KEYS = tuple(k for k in Measured.__annotations__ if k not in ("occluded_by", "depth_m"))
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.
 PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
-                    "layout", "large_slot", "camera", "lights", "world")
+                    "layout", "large_slot", "camera", "lights", "world", "depth", "normals", "relations")
 
 
 def object_names(record: SceneRecord | SingleRecord) -> list[str]:
