@@ -24,6 +24,16 @@ PRESETS = ("draft", "cycles", "high", "eevee")
 # Counterfactual minimal pairs (--pairs): what a variant changes of its base scene, nothing else.
 PAIR_FACTORS = ("swap-size", "swap-slots", "swap-colors", "remove", "add", "count")
 PAIR_BASE = "base"  # the factor a pair's base record carries
+# Per-image outputs beside the image (--depth, --normals): folder and file name follow the image's.
+DEPTH_FOLDER, NORMALS_FOLDER = "depth", "normals"
+# Depth PNGs: 16-bit grey, value x DEPTH_UNIT_M = metres from the camera plane; 0 = no surface
+# within 65.535 m (the sky, or the floor past that).
+DEPTH_UNIT_M = 0.001
+# The relations graph (--relations): image-plane directions and the camera's viewing axis.
+RELATIONS = ("left of", "right of", "above", "below", "in front of", "behind")
+# Which presets' engines write which passes (Workbench writes depth, not normals; EEVEE's passes
+# are not wired up: it needs a GPU, and none was at hand to test them).
+PASSES = {"draft": ("depth",), "cycles": ("depth", "normals"), "high": ("depth", "normals"), "eevee": ()}
 
 
 class Measured(TypedDict):
@@ -32,6 +42,8 @@ class Measured(TypedDict):
     fraction: float  # pixels over the image's pixels
     bbox: list[int]  # tight box [x0, y0, x1, y1), pixels
     visible_fraction: float  # visible pixels over the pixels it covers alone
+    occluded_by: NotRequired[list[int]]  # --relations: objects that hide part of it (indices into objects)
+    depth_m: NotRequired[float]  # --depth: median distance of its visible pixels from the camera plane
 
 
 class ObjectEntry(TypedDict):
@@ -62,6 +74,13 @@ class WorldEntry(TypedDict):
     strength: NotRequired[float]  # an HDRI's background strength
 
 
+class Relation(TypedDict):
+    """One edge of the relations graph: objects[subject] is `predicate` objects[object]."""
+    subject: int
+    predicate: str  # one of RELATIONS
+    object: int
+
+
 class SceneRecord(TypedDict):
     """One multi-object image."""
     id: str  # "000042"
@@ -82,6 +101,10 @@ class SceneRecord(TypedDict):
     captions: dict[str, list[str]]  # template -> one caption per mention order
     pair: NotRequired[PairEntry]  # pair datasets only
     holdout: NotRequired[list[str]]  # planned with --holdout only: the held-out combinations it shows
+    depth: NotRequired[str]  # --depth: "depth/000042.png" (DEPTH_UNIT_M per step)
+    normals: NotRequired[str]  # --normals: "normals/000042.png" (camera-space unit normals, 8-bit RGB)
+    relations: NotRequired[list[Relation]]  # --relations: planned, from 3-D positions and the camera
+    occlusion_order: NotRequired[list[int]]  # --relations: measured front-to-back order of objects
 
 
 class SingleRecord(TypedDict):
@@ -103,12 +126,13 @@ class SingleRecord(TypedDict):
 
 # Fields every scene record and object entry must have (validate checks them).
 RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__
-                    if k not in ("index", "retry", "large_slot", "pair", "world", "holdout"))
+                    if k not in ("index", "retry", "large_slot", "pair", "world", "holdout", "depth", "normals",
+                                 "relations", "occlusion_order"))
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
-MEASURED_KEYS = tuple(Measured.__annotations__)
+MEASURED_KEYS = tuple(k for k in Measured.__annotations__ if k not in ("occluded_by", "depth_m"))
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.
 PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
-                    "layout", "large_slot", "camera", "lights", "world")
+                    "layout", "large_slot", "camera", "lights", "world", "depth", "normals", "relations")
 
 
 def object_names(record: SceneRecord | SingleRecord) -> list[str]:
@@ -198,6 +222,7 @@ def _check_fields(r: dict, rid, names, set_hash, measured: bool) -> list[str]:
     repeats = n - len(set(names_in))
     if repeats and not (isinstance(pair, dict) and pair.get("factor") == "count" and repeats == 1):
         out.append(f"record {rid}: an object appears twice")
+    out += _output_problems(r, rid, n)
     orders = r["mention_orders"]
     for k, order in enumerate(orders):
         if sorted(order) != list(range(n)):
@@ -230,3 +255,18 @@ def _pair_problems(rid, pair, n: int) -> list[str]:
     if (factor == PAIR_BASE) != (not changed) and factor != "remove":
         return [f"record {rid}: pair factor {factor} with changed {changed}"]
     return []
+
+
+def _output_problems(r: dict, rid, n: int) -> list[str]:
+    """The relations graph and the occlusion order (--relations) name this record's objects."""
+    out = []
+    for k, rel in enumerate(r.get("relations") or []):
+        if not (isinstance(rel, dict) and rel.get("predicate") in RELATIONS
+                and all(isinstance(rel.get(f), int) and 0 <= rel[f] < n for f in ("subject", "object"))
+                and rel["subject"] != rel["object"]):
+            out.append(f"record {rid}: relations[{k}] {rel!r} is not a relation between two of its {n} objects")
+            break
+    order = r.get("occlusion_order")
+    if order is not None and sorted(order) != list(range(n)):
+        out.append(f"record {rid}: occlusion_order is not a permutation of the objects")
+    return out

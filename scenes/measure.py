@@ -66,8 +66,13 @@ def render_ids(scene: bpy.types.Scene, live: list[bpy.types.Object], path: str) 
     return labels
 
 
-def measure(scene: bpy.types.Scene, live: list[bpy.types.Object], workdir: str) -> tuple[list[dict], np.ndarray]:
-    """Per object: pixels, fraction, bbox [x0, y0, x1, y1) and visible fraction; plus the label image."""
+def measure(scene: bpy.types.Scene, live: list[bpy.types.Object], workdir: str,
+            occlusion: bool = False) -> tuple[list[dict], np.ndarray]:
+    """Per object: pixels, fraction, bbox [x0, y0, x1, y1) and visible fraction; plus the label image.
+
+    Args:
+        occlusion: also `occluded_by`, the objects seen over the pixels it covers alone (read
+            from the alone renders the visible fraction already makes)."""
     path = os.path.join(workdir, "ids.png")
     labels = render_ids(scene, live, path)
     h, w = labels.shape
@@ -80,9 +85,12 @@ def measure(scene: bpy.types.Scene, live: list[bpy.types.Object], workdir: str) 
     for i in range(len(live)):
         pixels = int(counts[i + 1])
         visible = 1.0
+        over: list[int] = []
         if boxes[i] is not None and _touches_other(i, boxes):
-            alone = _alone_pixels(scene, live, i, path)
-            visible = pixels / alone if alone else 0.0
+            alone = _alone_mask(scene, live, i, path)
+            covered = int(alone.sum())
+            visible = pixels / covered if covered else 0.0
+            over = sorted(int(k) - 1 for k in np.unique(labels[alone]) if k not in (0, i + 1))
         elif boxes[i] is None:
             visible = 0.0
         b = boxes[i]
@@ -90,8 +98,18 @@ def measure(scene: bpy.types.Scene, live: list[bpy.types.Object], workdir: str) 
             "pixels": pixels, "fraction": round(pixels / (w * h), 6), "bbox": b,
             "visible_fraction": round(min(visible, 1.0), 4),
             "touches_border": bool(b and (b[0] == 0 or b[1] == 0 or b[2] == w or b[3] == h)),
+            **({"occluded_by": over} if occlusion else {}),
         })
     return out, labels
+
+
+def visible_depths(labels: np.ndarray, depth: np.ndarray, count: int) -> list[float | None]:
+    """Each object's median distance from the camera plane over its visible pixels (metres)."""
+    out = []
+    for i in range(count):
+        d = depth[labels == i + 1]
+        out.append(round(float(np.median(d)), 4) if d.size else None)
+    return out
 
 
 def _touches_other(i: int, boxes: list) -> bool:
@@ -102,12 +120,13 @@ def _touches_other(i: int, boxes: list) -> bool:
     return False
 
 
-def _alone_pixels(scene, live, i: int, path: str) -> int:
+def _alone_mask(scene, live, i: int, path: str) -> np.ndarray:
+    """The pixels live[i] covers with the other objects hidden."""
     hidden = [ob for j, ob in enumerate(live) if j != i]
     for ob in hidden:
         ob.hide_render = True
     try:
-        return int((render_ids(scene, live, path) == i + 1).sum())
+        return render_ids(scene, live, path) == i + 1
     finally:
         for ob in hidden:
             ob.hide_render = False

@@ -65,6 +65,10 @@ def serve(conn, cfg: dict) -> None:
     reset()
     w, h = cfg["resolution"]
     scene = build_stage(cfg["preset"], w, h, cfg.get("device", "cpu"), cfg.get("samples"), cfg.get("threads", 0))
+    if cfg.get("passes"):
+        from comco.scenes.passes import enable
+
+        enable(scene, tuple(cfg["passes"]))
     objects = bpy.data.collections.new("objects")
     scene.collection.children.link(objects)
     id_scene = build_id_scene(scene, objects)
@@ -114,10 +118,37 @@ def _render_job(job, record, scene, id_scene, inst, root, work, done) -> dict:
     with atomic_path(final) as tmp:
         render_to(scene, str(tmp))
         _check_written(str(tmp))
-        measured, labels = measure(id_scene, live, work)
+        measured, labels = measure(id_scene, live, work, occlusion="relations" in record)
         for o, m in zip(record["objects"], measured):
             o["measured"] = m
         if job.get("mask"):
             save_mask(labels, os.path.join(root, "masks", os.path.basename(record["image"])))
+        _write_outputs(scene, record, labels, root, work)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"kind": "done", "record": record, "rss_mb": rss_mb, "served": done + 1}
+
+
+def _write_outputs(scene, record: dict, labels, root: str, work: str) -> None:
+    """The record's depth and normal maps (before its image is final, so a resumed render never
+    finds an image without them) and its measured occlusion order."""
+    passes = {}
+    if "depth" in record or "normals" in record:
+        from comco.scenes.passes import read_passes, save_depth, save_normals
+
+        passes = read_passes(scene, work)
+        if "depth" in record:
+            save_depth(passes["depth"], os.path.join(root, record["depth"]))
+        if "normals" in record:
+            save_normals(passes["normals"], scene.camera, os.path.join(root, record["normals"]))
+    if "depth" in passes:
+        from comco.scenes.measure import visible_depths
+
+        for o, d in zip(record["objects"], visible_depths(labels, passes["depth"], len(record["objects"]))):
+            o["measured"]["depth_m"] = d
+    if "relations" in record:
+        from comco.plan import camera_frame, occlusion_order
+
+        # ties between objects that hide nothing of each other: the nearer ground point first
+        distances = [d for _, _, d in camera_frame(record, [0.0] * len(record["objects"]))]
+        record["occlusion_order"] = occlusion_order([o["measured"]["occluded_by"] for o in record["objects"]],
+                                                    distances)

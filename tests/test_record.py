@@ -19,6 +19,8 @@ from comco.record import (
     object_names,
 )
 
+OUTPUT_FIELDS = ("depth", "normals", "relations", "occlusion_order")
+
 
 def planner(**kw):
     cfg = PlanConfig(object_set="simco", objects=(2, 3, 4), n=12, **kw)
@@ -29,15 +31,17 @@ def test_planned_records_have_exactly_the_typed_fields():
     p = planner(colors=True)
     optional = {k for k in ObjectEntry.__annotations__ if k == "measured"}
     for rec in p.records():
-        optional_fields = {"pair", "world", "holdout"}  # pair / --world / --holdout datasets only
-        assert set(rec) == set(SceneRecord.__annotations__) - optional_fields
+        # pair / --world / --holdout datasets only, the outputs with --depth / --normals / --relations only
+        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world", "holdout", *OUTPUT_FIELDS}
         for o in rec["objects"]:
             assert set(o) == set(ObjectEntry.__annotations__) - optional
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
     for single in p.singles():
         assert set(single) == set(SingleRecord.__annotations__)
-    for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",)).records():
-        assert set(rec) == set(SceneRecord.__annotations__) - {"holdout"}
+    for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",), depth=True, normals=True,
+                       relations=True).records():
+        # occlusion_order is measured, by the renderer
+        assert set(rec) == set(SceneRecord.__annotations__) - {"holdout", "occlusion_order"}
         assert set(rec["world"]) == set(WorldEntry.__annotations__)
         assert set(rec["pair"]) == set(PairEntry.__annotations__)
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []

@@ -123,11 +123,12 @@ def render(
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
     from comco.io import require_folder
-    from comco.render import RenderOptions, parse_shard, run_render
+    from comco.render import RenderOptions, check_passes, parse_shard, run_render
 
     _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
     require_folder(out, "--out")
     cfg = plan_config(plan_options)
+    check_passes(cfg, preset)
     opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
                          max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
                          min_pixels=min_pixels,

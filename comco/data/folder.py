@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 from comco import GENERATOR, PAIRS_VERSION, PLAN_VERSION, __version__
 from comco.errors import UserError
 from comco.io import read_jsonl
-from comco.record import SceneRecord, SingleRecord
+from comco.record import DEPTH_FOLDER, NORMALS_FOLDER, SceneRecord, SingleRecord
 
 INFO = "dataset.json"
 SCENES = "scenes.jsonl"
@@ -261,15 +261,27 @@ def record_key(record) -> str:
     return rid
 
 
-def image_file(root: str | Path, record: dict, folders: tuple[str, ...] = ("images",)) -> Path:
-    """The record's image in the dataset folder (safe_image_path), refusing a symbolic link that
-    leads out of it: an export would pack, copy or hard-link the file it points to."""
+def image_file(root: str | Path, record: dict, folders: tuple[str, ...] = ("images",), key: str = "image") -> Path:
+    """The record's image (or the per-image file under `key`) in the dataset folder
+    (safe_image_path), refusing a symbolic link that leads out of it: an export would pack, copy
+    or hard-link the file it points to."""
     root = Path(root)
-    path = root / safe_image_path(record.get("image"), folders)
+    path = root / safe_image_path(record.get(key), folders)
     if path.exists() and not path.resolve().is_relative_to(root.resolve()):
-        raise UserError(f"record {record.get('id')}: image {record['image']} is a symbolic link out of {root}; "
+        raise UserError(f"record {record.get('id')}: {key} {record[key]} is a symbolic link out of {root}; "
                         f"copy the file into the dataset")
     return path
+
+
+# The per-image outputs (--depth, --normals): record field, folder, and the PIL modes comco writes.
+OUTPUT_FILES = (("depth", DEPTH_FOLDER, ("I;16", "I")), ("normals", NORMALS_FOLDER, ("RGB",)))
+
+
+def output_files(root: str | Path, record: dict) -> list[tuple[str, Path, tuple[str, ...]]]:
+    """(field, file, modes) of each per-image output the record lists, each checked as image_file
+    checks its image."""
+    return [(key, image_file(root, record, (folder,), key), modes) for key, folder, modes in OUTPUT_FILES
+            if key in record]
 
 
 def metadata_rows(records: Iterable[SceneRecord], template: str = "and") -> Iterator[dict]:

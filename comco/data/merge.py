@@ -20,6 +20,7 @@ from comco.data.folder import (
     config_hash,
     failure_counts,
     metadata_rows,
+    output_files,
     read_info,
     safe_image_path,
 )
@@ -69,6 +70,8 @@ def merge_shards(shards: list[Path], out: Path) -> dict:
             mask = s / "masks" / Path(r["image"]).name
             if mask.is_file():
                 _link_or_copy(mask, out / "masks" / mask.name)
+            for _, path, _ in output_files(s, r):  # --depth, --normals: beside the image, like it
+                _link_or_copy(path, out / path.relative_to(s))
             records.append(r)
         if (s / SINGLES).is_file():
             for r in read_jsonl(s / SINGLES):

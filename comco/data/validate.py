@@ -15,6 +15,7 @@ from comco.data.folder import (
     group_ids,
     image_file,
     object_set_source,
+    output_files,
     pair_factors,
     record_key,
     scene_count,
@@ -26,11 +27,14 @@ from comco.record import check_record as record_problems
 REPLAN_SHOWN = 20  # records whose planned content differs, named one by one
 
 
-def image_problem(path: Path, size=None) -> str | None:
+def image_problem(path: Path, size=None, modes: tuple[str, ...] | None = None) -> str | None:
     """What makes an image file unusable (missing, cut, scrambled, wrong size), or None.
 
     verify() checks every PNG chunk's CRC (a cut or overwritten file), load() decodes the
-    pixels (a damaged stream in intact chunks): about 3 ms for a 512 px render."""
+    pixels (a damaged stream in intact chunks): about 3 ms for a 512 px render.
+
+    Args:
+        modes: the PIL modes the file must have (a depth map's 16-bit grey), None: any."""
     from PIL import Image
 
     if not path.is_file():
@@ -40,12 +44,25 @@ def image_problem(path: Path, size=None) -> str | None:
             img.verify()
         with Image.open(path) as img:
             img.load()
-            got = img.size
+            got, mode = img.size, img.mode
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError, zlib.error... for bad bytes
         return f"cannot be decoded ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
     if size is not None and tuple(got) != tuple(size):
         return f"is {got[0]}x{got[1]} pixels, the record says {size[0]}x{size[1]}"
+    if modes is not None and mode not in modes:
+        return f"has pixel mode {mode}, comco writes {' or '.join(modes)}"
     return None
+
+
+def output_problems(root: Path, r: dict) -> list[str]:
+    """The record's per-image outputs (--depth, --normals) that are missing or damaged, as
+    check_record reports its image."""
+    out = []
+    for key, path, modes in output_files(root, r):
+        problem = image_problem(path, r.get("resolution"), modes)
+        if problem:
+            out.append(f"record {r.get('id', '?')}: {key} {r[key]} {problem}")
+    return out
 
 
 IMAGES_NAMED = 3  # unusable images named one by one in the one-line error
@@ -84,6 +101,7 @@ def check_record(r, names: set[str] | None, set_hash: str | None, rendered: bool
     if isinstance(r, dict) and isinstance(r.get("image"), str):
         try:
             image_file(root, r, ("images",))
+            output_files(root, r)
         except UserError as exc:
             return [f"record {r.get('id', '?')}: {exc}"] + problems  # a path out of the folder first
     if problems:
@@ -92,6 +110,7 @@ def check_record(r, names: set[str] | None, set_hash: str | None, rendered: bool
         problem = image_problem(root / r["image"], r["resolution"])
         if problem:
             return [f"record {r['id']}: image {r['image']} {problem}"]
+        return output_problems(root, r)
     return []
 
 

@@ -16,7 +16,7 @@ from comco.data.folder import INFO, SCENES, SINGLES, check_writable, make_info, 
 from comco.errors import UserError
 from comco.io import atomic_write, dumps, write_json, write_jsonl
 from comco.manifest import load_object_set
-from comco.plan import PlanConfig, Planner
+from comco.plan import PlanConfig, Planner, outputs_info
 from comco.progress import progress
 
 CHUNK = 4096
@@ -107,6 +107,9 @@ def dataset_info(planner: Planner, extra_counts: dict | None = None) -> dict:
     info = make_info(cfg.to_dict(), planner.set.name, planner.set.hash, counts)
     if planner.holdout is not None:  # the split, resolved (`comco validate` checks the records against it)
         info["holdout"] = planner.holdout.to_info()
+    outputs = outputs_info(cfg)
+    if outputs:  # only with --depth / --normals / --relations: other datasets keep today's dataset.json
+        info["outputs"] = outputs
     return info
 
 

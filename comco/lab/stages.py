@@ -169,7 +169,7 @@ def captions(config: dict, deps: dict, out: Path) -> dict:
             largest_first += order[0] == large
     data = out / DATA
     data.mkdir(parents=True, exist_ok=True)
-    for folder in ("images", "singles"):  # the same files: only the captions differ
+    for folder in ("images", "singles", "depth", "normals"):  # the same files: only the captions differ
         link = data / folder
         if link.is_symlink() or link.exists():
             link.unlink()

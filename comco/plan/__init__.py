@@ -15,4 +15,6 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "Planner": "planner", "PlanFailure": "planner",
     "Camera": "camera", "POLICIES": "orders", "load_templates": "captions", "split_sentences": "captions",
     "image_seed": "rng", "generator": "rng", "check_seed": "rng",
+    "outputs_info": "relations", "output_path": "relations", "occlusion_order": "relations",
+    "camera_frame": "relations",
 })

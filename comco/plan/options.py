@@ -258,6 +258,18 @@ OPTIONS: tuple[PlanOption, ...] = (
     PlanOption("holdout_split", str, holdout.TRAIN, choices=holdout.SPLITS, in_hash=WHEN_SET,
                help="Which side of --holdout this plan is: train (no image shows a held-out combination), "
                     "test (every image shows one) or mixed (half each, every object count on both sides)."),
+    # Outputs beside each image (issue 23 item 3): each WHEN_SET, off by default (the records,
+    # images and hashes of a dataset without them are today's). The preset's passes are checked
+    # by `comco render` (comco.record.PASSES).
+    PlanOption("depth", bool, False, in_hash=WHEN_SET, recipe="render.depth",
+               help="Write a depth PNG per image (depth/<id>.png: 16-bit, millimetres from the camera plane, "
+                    "0 = no surface); draft and cycles presets."),
+    PlanOption("normals", bool, False, in_hash=WHEN_SET, recipe="render.normals",
+               help="Write a surface-normal PNG per image (normals/<id>.png: camera-space, RGB = (n + 1) / 2); "
+                    "cycles and high presets."),
+    PlanOption("relations", bool, False, in_hash=WHEN_SET, recipe="render.relations",
+               help="Record a relations graph per image (left of, right of, above, below, in front of, behind; "
+                    "from the planned 3-D positions and the camera) and the measured occlusion order."),
 )
 
 

@@ -31,6 +31,7 @@ from comco.plan.holdout import resolve as resolve_holdout
 from comco.plan.orders import mention_orders
 from comco.plan.pairs import Miss, Pairer
 from comco.plan.placement import PLACEMENT_TRIES
+from comco.plan.relations import add_outputs
 from comco.plan.worlds import WorldDrawer
 from comco.record import PAIR_BASE, SINGLE_LAYOUT, SLOTS, ObjectEntry, SceneRecord, SingleRecord
 
@@ -68,6 +69,8 @@ class Planner:
         self.drawer = Drawer(cfg, object_set, self.placer, composer=self.composer)
         self.pairer = Pairer(self) if cfg.pairs else None
         self.worlds = WorldDrawer(cfg)
+        self._outputs = cfg.depth or cfg.normals or cfg.relations
+        self._heights = {o.name: o.normalized_dimensions(1.0)[2] for o in object_set.objects}
         # Rounded once: the record's turn for each whole degree.
         self._rotation = {d: round(math.radians(d), 5) for d in range(-180, 181)}
 
@@ -127,7 +130,7 @@ class Planner:
         placed = self._place(drawn)
         if placed.status[0] != pl.OK:
             raise PlanFailure(self._reason(drawn, placed, 0))
-        return self._base_records(drawn, placed, [0])[0]
+        return self._with_outputs(self._base_records(drawn, placed, [0])[0])
 
     def check_large_fraction(self) -> None:
         """One-large: some object must be able to cover --large-fraction (at the centre,
@@ -181,13 +184,13 @@ class Planner:
             bases = self._base_records(drawn, placed, ok)
             if self.pairer is None:
                 for a, rec in zip(ok, bases):
-                    done[todo[a][0]] = rec
+                    done[todo[a][0]] = self._with_outputs(rec)
             else:  # a base whose variants cannot all be made is drawn again, like one that does not fit
                 for a, base, variants in zip(ok, bases, self.pairer.variants(drawn, placed, ok, bases)):
                     if isinstance(variants, str):
                         status[a], why[a] = PAIR_FAILED, variants
                     else:
-                        done[todo[a][0]] = [base, *variants]
+                        done[todo[a][0]] = [self._with_outputs(r) for r in (base, *variants)]
             for a, (k, index, made, retry) in enumerate(todo):
                 if status[a] == pl.OK:
                     continue
@@ -218,6 +221,13 @@ class Planner:
                                       drawn.ranks[a, :n].tolist())
             if miss:
                 status[a], why[a] = HOLDOUT_MISSED, miss
+
+    def _with_outputs(self, rec: SceneRecord) -> SceneRecord:
+        """The record with the per-image outputs asked for (--depth, --normals, --relations), once
+        its image name is final (a pair variant's is set after its objects)."""
+        if self._outputs:
+            add_outputs(rec, self.cfg, [self._heights[o["name"]] * o["scale"] for o in rec["objects"]])
+        return rec
 
     def _place(self, drawn) -> pl.Placed:
         layout = self.cfg.layout

@@ -4,6 +4,7 @@ bpy; this package never does), checks what they measured and writes the dataset.
 from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
-    "RenderOptions": "options", "run_render": "run", "parse_shard": "options", "DEVICES": "options",
+    "RenderOptions": "options", "run_render": "run", "check_passes": "run", "parse_shard": "options",
+    "DEVICES": "options",
     "check_rendered": "checks", "coco_annotations": "coco",
 })

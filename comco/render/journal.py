@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from comco.data.validate import image_problem
+from comco.data.validate import image_problem, output_problems
 from comco.io import dumps
 
 JOURNAL = "journal.jsonl"
@@ -78,7 +78,7 @@ def settled(out: Path, entry: dict, masks: bool) -> bool:
     if entry["status"] == "failed":
         return not (entry.get("transient") or entry.get("reason") == CRASHED_TWICE)
     rec = entry["record"]
-    if image_problem(out / rec["image"], rec.get("resolution")):
+    if image_problem(out / rec["image"], rec.get("resolution")) or output_problems(out, rec):
         return False
     return not masks or image_problem(out / "masks" / Path(rec["image"]).name) is None
 

@@ -36,7 +36,7 @@ from comco.io import write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
 from comco.plan.worlds import PLAIN
 from comco.progress import progress
-from comco.record import pair_rank
+from comco.record import DEPTH_FOLDER, NORMALS_FOLDER, PASSES, pair_rank
 from comco.render.groups import Group, Schedule, job, owed_scenes, whole_groups
 from comco.render.journal import JOURNAL, append, end_journal, read_journal, settled
 from comco.render.options import RenderOptions, check_environment, image_timeout
@@ -78,6 +78,7 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
         overwrite: render the folder again from scratch; resume: continue an interrupted render.
         quiet: no progress display.
     Returns a summary (images, singles, failures, seconds)."""
+    check_passes(cfg, opts.preset)
     check_environment(opts)
     if opts.preset == "draft" and cfg.world != (PLAIN,):
         raise UserError("--world: the draft preset (Workbench) shows no HDRI world; use --preset cycles")
@@ -100,7 +101,7 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
     if state == "overwrite" or (overwrite and state == "same"):
         for name in (JOURNAL, SCENES, FAILURES, METADATA, INFO):
             (out / name).unlink(missing_ok=True)
-        for d in ("images", "singles", "masks"):
+        for d in ("images", "singles", "masks", DEPTH_FOLDER, NORMALS_FOLDER):
             shutil.rmtree(out / d, ignore_errors=True)
     check_writable(out)
     for leftover in [*out.glob("*/.*.tmp.png"), *out.glob("masks/*.tmp.png")]:  # cut by a kill: never part
@@ -121,7 +122,7 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
     t0 = time.perf_counter()
     worker_cfg = {"object_set": cfg.object_set, "preset": opts.preset, "resolution": list(cfg.resolution),
                   "device": opts.device, "samples": opts.samples, "threads": opts.threads, "out": str(out),
-                  "max_per_worker": opts.max_per_worker}
+                  "max_per_worker": opts.max_per_worker, **_passes(cfg)}
     timeout = image_timeout(opts, cfg.resolution)
     pool = WorkerPool(min(opts.workers, max(1, images)), worker_cfg, timeout) if groups else None
     try:
@@ -163,6 +164,22 @@ def _render_locked(cfg: PlanConfig, opts: RenderOptions, out: Path, planner: Pla
     summary = finalize(out, info, planner, coco=opts.coco)
     summary.update(stats, seconds=time.perf_counter() - t0, images=summary["rendered_total"])
     return summary
+
+
+def check_passes(cfg: PlanConfig, preset: str) -> None:
+    """Refuse --depth / --normals with a preset whose engine does not write that pass (one line,
+    before anything is written)."""
+    for name in ("depth", "normals"):
+        if getattr(cfg, name) and name not in PASSES.get(preset, PASSES["cycles"]):  # an unknown preset: its own error
+            able = [p for p, have in PASSES.items() if name in have]
+            raise UserError(f"--{name}: the {preset} preset cannot write {name} maps; use --preset "
+                            f"{' or '.join(able)}")
+
+
+def _passes(cfg: PlanConfig) -> dict:
+    """The worker's passes to switch on (none: today's worker, untouched)."""
+    passes = [name for name in ("depth", "normals") if getattr(cfg, name)]
+    return {"passes": passes} if passes else {}
 
 
 def _refuse_rendered(out: Path) -> None:

@@ -4,8 +4,11 @@
 image, `text` (the first caption), `captions` (one per mention order), `mention_orders`,
 scene fields, and `objects`, a table of lists in object order (name, slot, size rank,
 scale, colour, material, planned and measured fractions, pixels, boxes), as the Hub's
-detection sets write theirs. The images are hard links to the dataset's files where the
-file system allows (no copy, no extra space), else copies.
+detection sets write theirs. With --depth / --normals, `depth` and `normals` are Image columns
+too (`depth_file_name`: a 16-bit PNG, millimetres), and with --relations `relations` is a
+sequence of {subject, predicate, object} and `occlusion_order` a sequence of object indices.
+The images (and maps) are hard links to the dataset's files where the file system allows (no
+copy, no extra space), else copies.
 """
 
 from __future__ import annotations
@@ -29,7 +32,12 @@ def write(items: Iterator[Sample], out: Path, opts, bar) -> dict:
         for s in items:
             name = f"{IMAGES}/{s.key}{s.image.suffix.lower()}"
             place(s.image, out / name, linking)
-            f.write(dumps({"file_name": name, **s.row}) + "\n")
+            extra = {}
+            for field, path in s.outputs.items():  # "depth_file_name": imagefolder's second Image column
+                extra[f"{field}_file_name"] = f"{field}/{s.key}{path.suffix.lower()}"
+                (out / field).mkdir(exist_ok=True)
+                place(path, out / extra[f"{field}_file_name"], linking)
+            f.write(dumps({"file_name": name, **extra, **s.row}) + "\n")
             images += 1
             texts += len(s.captions)
             bar.advance()

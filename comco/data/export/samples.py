@@ -7,17 +7,19 @@ so an export's memory does not grow with the dataset.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from comco.data.folder import SCENES, Dataset, image_file, record_key
+from comco.data.folder import SCENES, Dataset, image_file, output_files, record_key
 from comco.errors import UserError
 
 CAPTION_MODES = ("all", "first")
 # per-object fields, as lists in object order (the Hugging Face convention for detection sets)
 OBJECT_FIELDS = ("name", "slot", "size_rank", "scale", "color", "material", "planned_fraction")
 MEASURED_FIELDS = ("pixels", "fraction", "bbox", "visible_fraction")
+# measured with --depth / --relations only: columns when the dataset's first record has them
+OUTPUT_MEASURED_FIELDS = ("depth_m", "occluded_by")
 
 
 @dataclass
@@ -26,6 +28,7 @@ class Sample:
     image: Path  # the dataset's image file
     captions: list[str]  # the template's captions exported (empty: a dataset without captions)
     row: dict  # the fields of a metadata row: id, captions, mention orders, objects ...
+    outputs: dict[str, Path] = field(default_factory=dict)  # --depth / --normals: field -> the dataset's file
 
 
 def dataset_templates(dataset: Dataset) -> list[str]:
@@ -56,13 +59,15 @@ def object_fields(dataset: Dataset) -> tuple[str, ...]:
     objects = first.get("objects") or [{}]
     colors = bool((dataset.info.get("config") or {}).get("colors")) or any(o.get("color") for o in objects)
     measured = all(isinstance(o.get("measured"), dict) for o in objects)
-    return tuple(f for f in OBJECT_FIELDS if f != "color" or colors) + (MEASURED_FIELDS if measured else ())
+    extra = tuple(f for f in OUTPUT_MEASURED_FIELDS if measured and all(f in o["measured"] for o in objects))
+    return tuple(f for f in OBJECT_FIELDS if f != "color" or colors) + (MEASURED_FIELDS if measured else ()) + extra
 
 
 def object_columns(record: dict, fields: tuple[str, ...]) -> dict[str, list]:
     """Each object field as a list over the record's objects."""
     objects = record["objects"]
-    return {f: [(o.get("measured") or {}).get(f) if f in MEASURED_FIELDS else o.get(f) for o in objects]
+    measured = MEASURED_FIELDS + OUTPUT_MEASURED_FIELDS
+    return {f: [(o.get("measured") or {}).get(f) if f in measured else o.get(f) for o in objects]
             for f in fields}
 
 
@@ -96,5 +101,7 @@ def samples(dataset: Dataset, template: str | None, captions: str = "all") -> It
         row.update(layout=record.get("layout"), large_slot=record.get("large_slot"),
                    n_objects=len(record["objects"]), seed=record.get("seed"),
                    objects=object_columns(record, fields))
+        row.update({k: record[k] for k in ("relations", "occlusion_order") if k in record})
+        outputs = {name: path for name, path, _ in output_files(dataset.root, record)}
         seen_one = True
-        yield Sample(key, image, texts, row)
+        yield Sample(key, image, texts, row, outputs)
