@@ -199,9 +199,37 @@ def run_benchmark(out: Path) -> None:
               f"{'-' if secs is None else f'{secs:.0f}':>17s} {'-' if rate is None else f'{rate:.0f}':>10s}")
     wall = first["wall_seconds"]
     budget = BUDGET_MIN.get(scale)
+    print_kind_seconds(out, budget)
     against = f" against {budget} min ({wall / 60 / budget:.2f} of it)" if budget else ""
     print(f"wall time of the run that did the work: {wall / 60:.1f} min{against}; "
           f"sum of stage seconds {sum(first['seconds'].values()) / 60:.1f} min")
+
+
+def kind_seconds(out: Path) -> dict[str, dict]:
+    """Per kind of stage of a run folder: stages, seconds summed, and the elapsed span from
+    the first one's start to the last one's end (stages of a kind run side by side)."""
+    kinds: dict[str, dict] = {}
+    for stage_json in sorted((out / "stages").glob("*/stage.json")):
+        stage = json.loads(stage_json.read_text())
+        k = kinds.setdefault(stage["kind"], {"stages": 0, "seconds": 0.0, "start": None, "end": None})
+        k["stages"] += 1
+        k["seconds"] += stage["seconds"]
+        start, end = stage["finished"] - stage["seconds"], stage["finished"]
+        k["start"] = start if k["start"] is None else min(k["start"], start)
+        k["end"] = end if k["end"] is None else max(k["end"], end)
+    return kinds
+
+
+def print_kind_seconds(out: Path, budget_min: float | None) -> None:
+    """The per-kind seconds against the scale's budget (issue 26 item 8)."""
+    kinds = kind_seconds(out)
+    budget = 60 * budget_min if budget_min else None
+    print(f"{'stage kind':12s} {'stages':>6s} {'seconds (sum)':>14s} {'elapsed span s':>15s}"
+          + (f" {'span / budget':>14s}" if budget else ""))
+    for kind, k in kinds.items():
+        span = k["end"] - k["start"]
+        print(f"{kind:12s} {k['stages']:>6d} {k['seconds']:>14.0f} {span:>15.0f}"
+              + (f" {span / budget:>14.2f}" if budget else ""))
 
 
 def load_recipe_gate(out: Path, scale: str) -> float:

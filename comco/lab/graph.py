@@ -35,7 +35,7 @@ from comco.lab.keys import (
     stage_folder,
 )
 from comco.lab.plan_keys import plan_settings
-from comco.lab.recipe import Recipe
+from comco.lab.recipe import TOWER_KEYS, Recipe, variant_settings
 from comco.lab.shards import split_renders
 
 # The code each kind of stage runs, as whole packages (every .py and .toml under them;
@@ -195,8 +195,12 @@ class _Parts:
                            "patch_size": sc["patch_size"], "context_length": sc["context_length"],
                            "resolution": render["resolution"]}
         # issue 26's origins keys, only where the recipe sets them (the stage configs stay as they were)
-        self.model_size.update({k: sc[k] for k in ("text_attention", "text_pool") if k in sc})
+        self.model_size.update({k: sc[k] for k in TOWER_KEYS if k in sc})
         self.trained_as = {k: sc[k] for k in ("objective", "checkpoints") if k in sc}
+        # the recipe's own scratch models (None, the baseline), then each [[scratch.variants]] entry
+        self.variants: dict[str | None, dict] = {None: {}}
+        for v in sc.get("variants", []):
+            self.variants[v["name"]] = variant_settings(sc, v)
         self.probe_cfg = {"bootstrap": probe["bootstrap"], "seed": probe["seed"],
                           "tor_templates": probe["tor_templates"], "batch_size": probe["batch_size"],
                           "device": self.device,
@@ -250,40 +254,66 @@ class _Parts:
                 out.append(self._captions("test", p))
         return out
 
+    def _size(self, variant: str | None) -> dict:
+        """The model_size of a scratch variant: its own text tower over the baseline's sizes."""
+        if variant is None:
+            return self.model_size
+        base = {k: v for k, v in self.model_size.items() if k not in TOWER_KEYS}
+        return {**base, **{k: v for k, v in self.variants[variant].items() if k in TOWER_KEYS}}
+
+    def _trained_as(self, variant: str | None) -> dict:
+        if variant is None:
+            return self.trained_as
+        return {k: v for k, v in self.variants[variant].items() if k in ("objective", "checkpoints")}
+
+    def prior_variant(self, variant: str | None) -> str | None:
+        """Whose untrained tower a variant's prior is: its own where its text tower differs
+        from the baseline's, else the baseline's (None)."""
+        return variant if variant is not None and self._size(variant) != self.model_size else None
+
     def priors(self) -> list[Stage]:
-        """The architecture's own prior: each seed's untrained initial weights, probed alike."""
-        return [_stage(prior_key(self.oset, seed), {**self.probe_cfg, "summary": True, "analyses": [],
-                                                    "prior": {"seed": seed, **self.model_size}},
+        """The architecture's own prior: each seed's untrained initial weights, probed alike
+        (one set per distinct text tower of the recipe's scratch variants)."""
+        towers = dict.fromkeys(self.prior_variant(v) for v in self.variants)
+        return [_stage(prior_key(self.oset, seed, v), {**self.probe_cfg, "summary": True, "analyses": [],
+                                                       "prior": {"seed": seed, **self._size(v)}},
                        test=render_key("test", self.oset))
-                for seed in self.sc["seeds"]]
+                for v in towers for seed in self.sc["seeds"]]
 
     def _probe(self, model: StageKey, p: float, summary: bool, analyses: list, **extra) -> Stage:
         return _stage(probe_key(model), {**self.probe_cfg, "summary": summary, "analyses": analyses, **extra},
                       model=model, test=render_key("test", self.oset), gate=captions_key("test", self.oset, p))
 
-    def _train_cfg(self, seed: int) -> dict:
+    def _train_cfg(self, seed: int, variant: str | None = None) -> dict:
         sc = self.sc
         return {"seed": seed, "batch_size": sc["batch_size"], "lr": sc["lr"], "warmup": sc["warmup"],
-                "weight_decay": sc["weight_decay"], "device": self.device, **self.model_size}
+                "weight_decay": sc["weight_decay"], "device": self.device, **self._size(variant)}
 
     def scratch(self, probes: bool, analyses: bool) -> list[Stage]:
         out = []
-        for p in self.data["order_bias"]:
-            for seed in self.sc["seeds"]:
-                key = scratch_key(self.oset, p, seed)
-                out.append(_stage(key, {**self._train_cfg(seed), "captions": self.sc["captions"],
-                                        "steps": self.sc["steps"], **self.trained_as},
-                                  data=captions_key("train", self.oset, p)))
-                if probes:
-                    # TOR and IOR on the shifted renders, split by the held-out side where there is one
-                    out += [_stage(shift_probe_key(key, role), {**self.probe_cfg, "shift": role,
-                                                               "by": "holdout" if role == "heldout" else None},
-                                   model=key, test=render_key(role, self.oset))
-                            for role in SHIFT_ROLES if role in self.shifts()]
-                    deep = analyses and p == self.ft["order_bias"]
-                    out.append(self._probe(key, p, deep, self.probe["analyses"] if deep else [],
-                                           **({"development": True} if self.probe.get("development") else {}),
-                                           **({"text_only": True} if self.sc.get("objective") == "simcse" else {})))
+        for variant in self.variants:
+            for p in self.data["order_bias"]:
+                for seed in self.sc["seeds"]:
+                    out += self._scratch(variant, p, seed, probes, analyses)
+        return out
+
+    def _scratch(self, variant: str | None, p: float, seed: int, probes: bool, analyses: bool) -> list[Stage]:
+        key = scratch_key(self.oset, p, seed, variant)
+        trained_as = self._trained_as(variant)
+        out = [_stage(key, {**self._train_cfg(seed, variant), "captions": self.sc["captions"],
+                            "steps": self.sc["steps"], **trained_as},
+                      data=captions_key("train", self.oset, p))]
+        if probes:
+            # TOR and IOR on the shifted renders, split by the held-out side where there is one
+            out += [_stage(shift_probe_key(key, role), {**self.probe_cfg, "shift": role,
+                                                       "by": "holdout" if role == "heldout" else None},
+                           model=key, test=render_key(role, self.oset))
+                    for role in SHIFT_ROLES if role in self.shifts()]
+            # the DeBias analyses are of the models the fine-tunes start from: the baseline's
+            deep = analyses and variant is None and p == self.ft["order_bias"]
+            out.append(self._probe(key, p, deep, self.probe["analyses"] if deep else [],
+                                   **({"development": True} if self.probe.get("development") else {}),
+                                   **({"text_only": True} if trained_as.get("objective") == "simcse" else {})))
         return out
 
     def finetunes(self, probes: bool, analyses: bool) -> list[Stage]:

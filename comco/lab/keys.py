@@ -42,7 +42,9 @@ class StageKey:
     object_set: the set's name. role: render (RENDER_ROLES), captions (CAPTION_ROLES),
     scratch ("order": the order-bias models; "colors": the LABCLIP bases), probe (None: the
     test set; SHIFT_ROLES: that render).
-    p: the captions' order bias. seed: the training seed. variant: a fine-tune's name.
+    p: the captions' order bias. seed: the training seed. variant: a fine-tune's name, or a
+    scratch model's origins variant ([[scratch.variants]]; None: the recipe's own scratch
+    settings, the baseline) and, on a prior, the variant whose untrained tower it probes.
     model: a probe's model (None: the untrained prior of `seed`). shard: a render's piece (i, k).
     """
 
@@ -66,14 +68,14 @@ class StageKey:
         if k == "scratch":
             if self.role == "colors":
                 return f"scratch-colors-{o}-s{self.seed}"
-            return f"scratch-{o}-{_p(self.p)}-s{self.seed}"
+            return f"scratch-{o}-{_v(self.variant)}{_p(self.p)}-s{self.seed}"
         if k == "finetune":
             return f"finetune-{o}-{self.variant}-s{self.seed}"
         if k == "labclip":
             return f"labclip-{o}-s{self.seed}"
         if k == "probe":
             if self.model is None:
-                return f"probe-prior-{o}-s{self.seed}"
+                return f"probe-prior-{o}-{_v(self.variant)}s{self.seed}"
             return f"probe-{self.role}-{self.model.id}" if self.role else f"probe-{self.model.id}"
         if k == "report":
             return "report"
@@ -85,6 +87,11 @@ class StageKey:
 
 def _p(p: float) -> str:
     return f"p{p:g}"
+
+
+def _v(variant: str | None) -> str:
+    """A scratch variant's part of an id ("" for the baseline, so its ids stay as they were)."""
+    return "" if variant is None else f"{variant}-"
 
 
 # ---------------------------------------------------------------- the makers
@@ -101,9 +108,10 @@ def captions_key(role: str, object_set: str, p: float) -> StageKey:
     return StageKey("captions", object_set, role, p=p)
 
 
-def scratch_key(object_set: str, p: float, seed: int) -> StageKey:
-    """An order-bias model: trained from scratch on the captions at order bias p."""
-    return StageKey("scratch", object_set, "order", p=p, seed=seed)
+def scratch_key(object_set: str, p: float, seed: int, variant: str | None = None) -> StageKey:
+    """An order-bias model: trained from scratch on the captions at order bias p (with a
+    [[scratch.variants]] entry's origins keys, or the recipe's own scratch settings)."""
+    return StageKey("scratch", object_set, "order", p=p, seed=seed, variant=variant)
 
 
 def colour_base_key(object_set: str, seed: int) -> StageKey:
@@ -131,9 +139,10 @@ def shift_probe_key(model: StageKey, role: str) -> StageKey:
     return StageKey("probe", model.object_set, role, model=model)
 
 
-def prior_key(object_set: str, seed: int) -> StageKey:
-    """The probes of a seed's untrained initial weights (the architecture's prior)."""
-    return StageKey("probe", object_set, seed=seed)
+def prior_key(object_set: str, seed: int, variant: str | None = None) -> StageKey:
+    """The probes of a seed's untrained initial weights (the architecture's prior); with a
+    variant, those of the variant's own text tower (one whose tower differs from the baseline's)."""
+    return StageKey("probe", object_set, seed=seed, variant=variant)
 
 
 REPORT = StageKey("report")

@@ -270,6 +270,42 @@ SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional"))
 # planning option, is keyed through plan_keys.
 ORIGINS["data"] = {"shift_world": None}
 SCHEMA["data"]["shift_world"] = lambda path, v: _shift_world(path, v)
+
+
+# [[scratch.variants]]: more scratch models beside the recipe's own (the baseline), each a
+# name and the origins keys it changes, trained at every p and seed on the same renders
+# and captions, so one run compares the text towers and objectives (issue 26)
+SCRATCH_VARIANT = {"name": _name(), "text_attention": SCHEMA["scratch"]["text_attention"],
+                   "text_pool": SCHEMA["scratch"]["text_pool"], "objective": SCHEMA["scratch"]["objective"]}
+TOWER_KEYS = ("text_attention", "text_pool")  # a variant that sets one names its whole text tower
+
+
+def _scratch_variants(path, v):
+    if not isinstance(v, list) or not v:
+        _fail(path, v, "expected at least one [[scratch.variants]] table (leave the key out for none)")
+    out, names = [], set()
+    for i, entry in enumerate(v):
+        where = f"{path}[{i}]"
+        if not isinstance(entry, dict):
+            _fail(where, entry, "expected a table")
+        for key in entry:
+            if key not in SCRATCH_VARIANT:
+                raise UserError(f"unknown recipe key '{where}.{key}'; known: {', '.join(SCRATCH_VARIANT)}")
+        if "name" not in entry:
+            raise UserError(f"recipe key '{where}.name' is missing")
+        checked = {k: SCRATCH_VARIANT[k](f"{where}.{k}", x) for k, x in entry.items()}
+        if checked["name"] in names:
+            _fail(f"{where}.name", checked["name"], "variant names repeat")
+        if len(checked) == 1:
+            raise UserError(f"recipe key '{where}' sets none of {', '.join(list(SCRATCH_VARIANT)[1:])}: "
+                            "it would train the recipe's own scratch models again")
+        names.add(checked["name"])
+        out.append(checked)
+    return out
+
+
+SCHEMA["scratch"]["variants"] = _scratch_variants
+ORIGINS["scratch"]["variants"] = []
 SCHEMA["probe"]["development"] = _bool()  # probe every saved checkpoint of every scratch model
 SCHEMA["gates"]["caption_r1"] = _float(0.0, 1.0)  # caption-to-caption set R@1 (comco.probes.caption_retrieval)
 # the gates of a text tower trained without images (scratch.objective = "simcse"): its image
@@ -395,23 +431,22 @@ def parse_recipe(text: str, scale: str, path: str = "<recipe>") -> Recipe:
     return Recipe(top["name"], top["description"], scale, tuple(top["stages"]), settings, text, path)
 
 
+def variant_settings(scratch: dict, variant: dict) -> dict:
+    """A [[scratch.variants]] entry's origins keys over the recipe's scratch section (a
+    variant that sets its text tower's attention or pooling names the whole tower)."""
+    base = {k: v for k, v in scratch.items() if k in ORIGINS["scratch"] and k != "variants"}
+    if any(k in variant for k in TOWER_KEYS):
+        base = {k: v for k, v in base.items() if k not in TOWER_KEYS}
+    return {**base, **{k: v for k, v in variant.items() if k != "name"}}
+
+
 def _check_origins(s: dict, stages: list[str]) -> None:
-    """The origins keys (ORIGINS) fit together: a pooling only where it is a choice, an
-    objective with its gate, development probing only of models that save checkpoints."""
-    attention, pool = optional(s, "scratch", "text_attention"), optional(s, "scratch", "text_pool")
-    if attention == "bidirectional" and pool is None:
-        raise UserError("recipe key 'scratch.text_pool' is missing: a bidirectional text tower pools by "
-                        "'mean' (over the real tokens) or 'first' (the start-of-text token)")
-    if attention == "causal" and pool is not None:
-        raise UserError(f"recipe key 'scratch.text_pool' = {pool!r}: a causal text tower pools at the "
-                        "end-of-text token; set scratch.text_attention = \"bidirectional\" or drop it")
-    if optional(s, "scratch", "objective") == "simcse":
-        if optional(s, "gates", "caption_r1") is None:
-            raise UserError("recipe key 'gates.caption_r1' is missing: scratch.objective = \"simcse\" trains "
-                            "the text tower alone, gated on presence TOR and caption-to-caption R@1; set it")
-        if {"finetune", "labclip"} & set(stages):
-            raise UserError("recipe key 'scratch.objective' = 'simcse': its models have no trained image tower "
-                            "to fine-tune or align; drop the finetune and labclip stages")
+    """The origins keys (ORIGINS) fit together, for the recipe's scratch models and for each
+    of its [[scratch.variants]]: a pooling only where it is a choice, an objective with its
+    gate, development probing only of models that save checkpoints."""
+    _check_tower(s, s["scratch"], "scratch", stages, variant=False)
+    for i, v in enumerate(optional(s, "scratch", "variants")):
+        _check_tower(s, variant_settings(s["scratch"], v), f"scratch.variants[{i}]", stages, variant=True)
     if optional(s, "probe", "development") and optional(s, "scratch", "checkpoints") == 0:
         raise UserError("recipe key 'probe.development' = true: the scratch models save no checkpoints to "
                         "probe; set scratch.checkpoints (e.g. 8)")
@@ -437,6 +472,24 @@ def _check_shift(s: dict) -> None:
                 except UserError as exc:
                     raise UserError(f"recipe key 'data.holdout' = {data['holdout']!r} (object set {name}): "
                                     f"{exc}") from None
+
+
+def _check_tower(s: dict, sc: dict, where: str, stages: list[str], variant: bool) -> None:
+    attention, pool = sc.get("text_attention", "causal"), sc.get("text_pool")
+    if attention == "bidirectional" and pool is None:
+        raise UserError(f"recipe key '{where}.text_pool' is missing: a bidirectional text tower pools by "
+                        "'mean' (over the real tokens) or 'first' (the start-of-text token)")
+    if attention == "causal" and pool is not None:
+        raise UserError(f"recipe key '{where}.text_pool' = {pool!r}: a causal text tower pools at the "
+                        f"end-of-text token; set {where}.text_attention = \"bidirectional\" or drop it")
+    if sc.get("objective", "clip") == "simcse":
+        if optional(s, "gates", "caption_r1") is None:
+            raise UserError(f"recipe key 'gates.caption_r1' is missing: {where}.objective = \"simcse\" trains "
+                            "the text tower alone, gated on presence TOR and caption-to-caption R@1; set it")
+        # the fine-tunes and LABCLIP start from the recipe's own scratch models, never a variant's
+        if not variant and {"finetune", "labclip"} & set(stages):
+            raise UserError("recipe key 'scratch.objective' = 'simcse': its models have no trained image tower "
+                            "to fine-tune or align; drop the finetune and labclip stages")
 
 
 def _check_consistency(s: dict, stages: list[str]) -> None:

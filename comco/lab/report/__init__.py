@@ -16,7 +16,8 @@ and each seed left out in turn. Published figures appear only as labelled refere
 
 Modules: stats (intervals, formats), verdict (the rule), lookup (stages by key), context
 (one object set's part; a finding), figures, gates, dose, shift (held-out compositions and the
-domain shift), finetune, labclip, provenance,
+domain shift), origins (the [[scratch.variants]] beside the baseline), development (the curves
+along training), finetune, labclip, provenance,
 findings.
 """
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from comco.io import write_json, write_text
 from comco.lab.keys import captions_key, render_key
 from comco.lab.report.context import SetContext
+from comco.lab.report.development import development_sections
 from comco.lab.report.dose import dose_sections, prior_probes, scratch_probes
 from comco.lab.report.figures import sample_grid
 from comco.lab.report.findings import findings_figure, findings_section
@@ -34,6 +36,7 @@ from comco.lab.report.finetune import finetune_sections
 from comco.lab.report.gates import gates_section
 from comco.lab.report.labclip import labclip_section
 from comco.lab.report.lookup import MissingStage, Run
+from comco.lab.report.origins import origins_sections
 from comco.lab.report.provenance import what_was_run, where_made
 from comco.lab.report.shift import shift_sections
 from comco.report import Doc
@@ -68,8 +71,10 @@ def write_report(out: Path, report_stage, stages: list) -> dict:
     doc.h(1, f"comco lab: {recipe['name']} ({recipe['scale']} scale)")
     doc.p(recipe["description"])
     doc.toc(depth=3)
-    figures = [findings_figure(fig, c.oset, c.ps, numbers["object_sets"][c.oset].get("dose_response", {}))
-               for c in contexts]
+    figures = []
+    for c in contexts:  # the two biases against p, then the variants' figure where the recipe has variants
+        figures += [findings_figure(fig, c.oset, c.ps, numbers["object_sets"][c.oset].get("dose_response", {})),
+                    *c.figures]
     findings = [f for c in contexts for f in c.findings]
     findings_section(doc, figures, findings, many_sets=len(contexts) > 1)
     doc.extend(detail)
@@ -109,6 +114,10 @@ def object_set_sections(c: SetContext) -> dict:
     counts = sorted({int(n) for r in [*probes.values(), *prior] for n in r.get("tor", {}).get("and", {})})
     if counts:
         numbers["dose_response"] = dose_sections(c, probes, counts, prior)
+        for name, section in (("origins", origins_sections), ("development", development_sections)):
+            part = section(c, passing, counts)
+            if part:
+                numbers[name] = part
     shift = shift_sections(c, passing)
     if shift:
         numbers["shift"] = shift

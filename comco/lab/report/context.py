@@ -39,6 +39,7 @@ class SetContext:
     findings: list[Finding] = field(default_factory=list)
     section: str = ""  # the anchor of the section being written (findings link to it)
     title: str = ""  # its heading
+    figures: list[Path] = field(default_factory=list)  # figures the findings open with beside the two biases
 
     @property
     def ps(self) -> list[float]:

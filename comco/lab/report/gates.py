@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from comco.lab.keys import StageKey, finetune_key, prior_key, probe_key, scratch_key
 from comco.lab.report.context import SetContext
+from comco.lab.report.origins import (
+    CAPTION_R1,
+    is_text_only,
+    text_only_thresholds,
+    variant_gate_models,
+    variant_gate_note,
+)
 from comco.lab.report.stats import cell
 from comco.report import MIN_TRIALS, Dashes
 
 GATE_ABBR = {"R@1": "R@1", "R@5": "R@5", "set R@1": "set R@1", "swap largest": "swap L",
-             "swap small": "swap s", "presence TOR": "pres. TOR", "presence IOR": "pres. IOR", "Keep": "Keep"}
+             "swap small": "swap s", "presence TOR": "pres. TOR", "presence IOR": "pres. IOR", "Keep": "Keep",
+            "caption R@1": "caption R@1"}
 # why a gate figure is missing, by figure (a cell's "–" carries the mark of its reason)
 MISSING = {"Keep": "Keep is measured on the fine-tuned models only (the long captions)",
            "presence IOR": "no single-object renders to compare the image with"}
@@ -25,6 +33,7 @@ def gate_models(c: SetContext) -> list[tuple[str, StageKey, bool]]:
     rows += [(f"{v['name']}, seed {seed}", probe_key(finetune_key(o, v["name"], seed)), True)
              for v in c.s["finetune"]["variants"] for seed in seeds]
     rows += [(f"architecture prior (untrained), seed {seed}", prior_key(o, seed), False) for seed in seeds]
+    rows += variant_gate_models(c)
     return [(label, key, trained) for label, key, trained in rows if c.run.has(key)]
 
 
@@ -36,15 +45,19 @@ def gates_section(c: SetContext) -> tuple[set[StageKey], dict]:
     gates = c.s["gates"]
     thresholds = {GATE_KEYS[k]: gates[k] for k in GATE_KEYS}
     columns = list(GATE_FIGURES) + list(FINETUNE_GATES)
-    rows, balanced_rows, passing, numbers, chance = [], [], set(), {}, {}
     dashes, balanced_dashes = Dashes(), Dashes()
     models = gate_models(c)
+    if any(is_text_only(c, key) for _, key, _ in models):
+        columns.append(CAPTION_R1)
+    rows, balanced_rows, passing, numbers, chance = [], [], set(), {}, {}
     for label, key, trained in models:
         res = c.run.results(key)
         figs = res["gates"]
         finetuned = key.model is not None and key.model.kind == "finetune"
         own = {f: t for f, t in thresholds.items()
                if (f not in FINETUNE_GATES or finetuned) and (f not in SCRATCH_ONLY_GATES or not finetuned)}
+        if is_text_only(c, key):  # a text tower trained without images: its text-side gates only
+            own = text_only_thresholds(gates)
         ok, failed = gate_passes(figs, own)
         if ok and trained:
             passing.add(key)
@@ -94,6 +107,7 @@ def gates_section(c: SetContext) -> tuple[set[StageKey], dict]:
     if dashes.reasons:
         c.doc.p(dashes.note())
     c.doc.end_fold()
+    variant_gate_note(c, passing)
     if balanced_rows:
         c.doc.p("The same figures on the order-balanced test captions (every object equally often at every "
                 "position), not gated; in brackets the change from the model's own captions, in points. A model "
