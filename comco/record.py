@@ -62,6 +62,13 @@ class WorldEntry(TypedDict):
     strength: NotRequired[float]  # an HDRI's background strength
 
 
+class FloorEntry(TypedDict):
+    """The floor of an image planned with --floor (comco/plan/floors.py); no field without it."""
+    name: str  # "plain", "none" or one of the procedural floors
+    color: NotRequired[list[float]]  # a procedural floor's sRGB colour, 0..1
+    rotation_z: NotRequired[float]  # its pattern's turn about the vertical axis, radians
+
+
 class SceneRecord(TypedDict):
     """One multi-object image."""
     id: str  # "000042"
@@ -77,6 +84,7 @@ class SceneRecord(TypedDict):
     camera: dict
     lights: dict
     world: NotRequired[WorldEntry]  # planned with --world only
+    floor: NotRequired[FloorEntry]  # planned with --floor only
     objects: list[ObjectEntry]
     mention_orders: list[list[int]]  # indices into objects, first-mentioned first
     captions: dict[str, list[str]]  # template -> one caption per mention order
@@ -100,14 +108,16 @@ class SingleRecord(TypedDict):
     mention_orders: list[list[int]]
 
 
+# The realism factors' own fields: only in records planned with their options.
+REALISM_FIELDS = ("world", "floor")
 # Fields every scene record and object entry must have (validate checks them).
 RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__
-                    if k not in ("index", "retry", "large_slot", "pair", "world"))
+                    if k not in ("index", "retry", "large_slot", "pair", *REALISM_FIELDS))
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
 MEASURED_KEYS = tuple(Measured.__annotations__)
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.
 PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
-                    "layout", "large_slot", "camera", "lights", "world")
+                    "layout", "large_slot", "camera", "lights", *REALISM_FIELDS)
 
 
 def object_names(record: SceneRecord | SingleRecord) -> list[str]:

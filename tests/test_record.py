@@ -8,6 +8,8 @@ from comco.manifest import load_object_set
 from comco.plan import PlanConfig, Planner
 from comco.record import (
     OBJECT_KEYS,
+    REALISM_FIELDS,
+    FloorEntry,
     ObjectEntry,
     PairEntry,
     SceneRecord,
@@ -29,15 +31,17 @@ def test_planned_records_have_exactly_the_typed_fields():
     p = planner(colors=True)
     optional = {k for k in ObjectEntry.__annotations__ if k == "measured"}
     for rec in p.records():
-        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world"}  # pair / --world datasets only
+        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", *REALISM_FIELDS}  # with their options only
         for o in rec["objects"]:
             assert set(o) == set(ObjectEntry.__annotations__) - optional
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
     for single in p.singles():
         assert set(single) == set(SingleRecord.__annotations__)
-    for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",)).records():
+    for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",),
+                       floor=("wood",)).records():
         assert set(rec) == set(SceneRecord.__annotations__)
         assert set(rec["world"]) == set(WorldEntry.__annotations__)
+        assert set(rec["floor"]) == set(FloorEntry.__annotations__)
         assert set(rec["pair"]) == set(PairEntry.__annotations__)
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
 

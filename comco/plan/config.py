@@ -10,6 +10,7 @@ from dataclasses import asdict, field, make_dataclass
 from comco.errors import UserError
 from comco.manifest import ObjectSet
 from comco.plan import captions as cap
+from comco.plan import floors
 from comco.plan import options as declared
 from comco.plan.parse import parse_pairs
 from comco.plan.worlds import PLAIN
@@ -83,6 +84,24 @@ def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
                                                                               DEFAULT.world_strength):
         raise UserError("--world-rotation and --world-strength turn and scale an HDRI world; "
                         "add --world (e.g. --world hdri)")
+    check_realism(cfg)
+
+
+def _unused(cfg: PlanConfig, names: tuple[str, ...]) -> str | None:
+    """The flag of the first of these options that is not at its default, or None."""
+    for name in names:
+        if getattr(cfg, name) != getattr(DEFAULT, name):
+            return declared.by_name()[name].flag
+    return None
+
+
+def check_realism(cfg: PlanConfig) -> None:
+    """A realism factor's ranges need the factor itself (one line, what to add)."""
+    if not set(cfg.floor) & set(floors.PATTERNS):
+        flag = _unused(cfg, ("floor_hue", "floor_saturation", "floor_value"))
+        if flag:
+            raise UserError(f"{flag} colours a procedural floor; add --floor with one "
+                            f"({', '.join(floors.PATTERNS)} or {floors.ALL_PATTERNS})")
 
 
 def check_pairs(cfg: PlanConfig) -> None:

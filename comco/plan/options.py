@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from comco.errors import UserError
-from comco.plan import parse, worlds
+from comco.plan import floors, parse, worlds
 from comco.plan.orders import POLICIES
 from comco.record import LAYOUTS, MAX_OBJECTS, SLOTS
 
@@ -184,6 +184,29 @@ def _check_range(flag: str, lo: float, hi: float):
     return check
 
 
+def _range_option(name: str, default: tuple[float, float], within: tuple[float, float], help: str,
+                  recipe: str | None = None) -> PlanOption:
+    """A WHEN_SET (low, high) option drawn per image, written "a..b", "a-b" or one value."""
+    flag = "--" + name.replace("_", "-")
+    lo, hi = default
+    return PlanOption(name, tuple[float, float], (float(lo), float(hi)), cli_type=str,
+                      cli_default=f"{lo:g}" if lo == hi else f"{lo:g}..{hi:g}",
+                      parse=partial(parse.number_range, flag=flag), check=_check_range(flag, *within),
+                      in_hash=WHEN_SET, recipe=recipe or f"data.{name}", help=help)
+
+
+def _color_ranges(factor: str, what: str, hue, saturation, value) -> tuple[PlanOption, ...]:
+    """--FACTOR-hue, --FACTOR-saturation, --FACTOR-value: the HSV ranges a colour is drawn from."""
+    return (
+        _range_option(f"{factor}_hue", hue, (-360.0, 720.0), f"Hue of {what}, degrees: a range drawn per image "
+                                                              f"(default {hue[0]:g}..{hue[1]:g})."),
+        _range_option(f"{factor}_saturation", saturation, (0.0, 1.0),
+                      f"Saturation of {what}, 0..1 (default {saturation[0]:g}..{saturation[1]:g})."),
+        _range_option(f"{factor}_value", value, (0.0, 1.0),
+                      f"Brightness (HSV value) of {what}, 0..1 (default {value[0]:g}..{value[1]:g})."),
+    )
+
+
 SHARE = Range(0.0, 1.0, open_lo=True, open_hi=True)
 
 # The command line shows them in this order; PlanConfig's fields follow it too.
@@ -247,6 +270,14 @@ OPTIONS: tuple[PlanOption, ...] = (
                check=_check_range("--world-strength", 0.0, 100.0), in_hash=WHEN_SET,
                recipe="data.world_strength", help="Strength of an HDRI world's light: a value or a range "
                                                   "drawn per image, e.g. 0.2-0.7."),
+    # ---- realism factors beyond the world (issue 23 item 2; branch realism): each WHEN_SET,
+    # its default today's look, its draws from its own stream.
+    PlanOption("floor", tuple[str, ...], (floors.PLAIN,), cli_type=str, cli_default=floors.PLAIN,
+               parse=floors.parse_floors, check=floors.check_floors, in_hash=WHEN_SET, recipe="data.floor",
+               help="The floor each image draws from: plain (the grey floor), a procedural floor "
+                    f"({', '.join(floors.PATTERNS)}), none (no floor), a list of them, or "
+                    f"{floors.ALL_PATTERNS} (the four procedural ones)."),
+    *_color_ranges("floor", "a procedural floor's colour", (0.0, 360.0), (0.2, 0.6), (0.35, 0.8)),
 )
 
 

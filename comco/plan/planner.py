@@ -26,6 +26,7 @@ from comco.plan import placement as pl
 from comco.plan.camera import Camera
 from comco.plan.config import PlanConfig, check_config
 from comco.plan.draws import LIGHT_NORMALS, OBJECT_RETRIES, Drawer
+from comco.plan.floors import FloorDrawer
 from comco.plan.orders import mention_orders
 from comco.plan.pairs import Miss, Pairer
 from comco.plan.placement import PLACEMENT_TRIES
@@ -62,7 +63,8 @@ class Planner:
         self.placer = pl.Placer(self.camera, object_set.objects)
         self.drawer = Drawer(cfg, object_set, self.placer)
         self.pairer = Pairer(self) if cfg.pairs else None
-        self.worlds = WorldDrawer(cfg)
+        # Realism factors recorded as a field of their own (None: the field is left out).
+        self.scene_factors = {"world": WorldDrawer(cfg), "floor": FloorDrawer(cfg)}
         # Rounded once: the record's turn for each whole degree.
         self._rotation = {d: round(math.radians(d), 5) for d in range(-180, 181)}
 
@@ -242,7 +244,7 @@ class Planner:
             camera = self.camera.to_record()
             n = len(drawn.colors[a])
             index, retry = drawn.index[a], drawn.retry[a]
-            world = self.worlds.draw(drawn.seed[a])
+            factors = {k: d.draw(drawn.seed[a]) for k, d in self.scene_factors.items()}
             objs = [ObjectEntry(
                 name=objects[ids[r][k]].name, slot=SLOTS[slot[r][k]], size_rank=ranks[r][k],
                 scale=scale[r][k], location=[xs[r][k], ys[r][k], 0.0], rotation_z=self._rotation[yaw[r][k]],
@@ -255,7 +257,7 @@ class Planner:
                 object_set=self.set.name, object_set_hash=self.set.hash,
                 image=f"images/{index:06d}.png", resolution=list(cfg.resolution),
                 layout=cfg.layout, large_slot=SLOTS[slot[r][ranks[r].index(0)]],
-                camera=camera, lights=lights[r], **({} if world is None else {"world": world}),
+                camera=camera, lights=lights[r], **{k: v for k, v in factors.items() if v is not None},
                 objects=objs, mention_orders=orders,
             )  # its captions follow: they read the rest of it
             record["captions"] = self.captioner.for_record(record, variant[r][:n])

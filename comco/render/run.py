@@ -34,6 +34,7 @@ from comco.data.writer import dataset_info, make_planner
 from comco.errors import UserError
 from comco.io import write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
+from comco.plan.floors import PATTERNS
 from comco.plan.worlds import PLAIN
 from comco.progress import progress
 from comco.record import pair_rank
@@ -81,6 +82,9 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
     check_environment(opts)
     if opts.preset == "draft" and cfg.world != (PLAIN,):
         raise UserError("--world: the draft preset (Workbench) shows no HDRI world; use --preset cycles")
+    if opts.preset == "draft" and set(cfg.floor) & set(PATTERNS):
+        raise UserError("--floor: the draft preset (Workbench) shows no procedural floor; use --preset cycles "
+                        "(or --floor plain / none)")
     planner = make_planner(cfg)
     info = dataset_info(planner)
     info["config"]["render"] = opts.image_config()
