@@ -278,6 +278,20 @@ OPTIONS: tuple[PlanOption, ...] = (
                     f"({', '.join(floors.PATTERNS)}), none (no floor), a list of them, or "
                     f"{floors.ALL_PATTERNS} (the four procedural ones)."),
     *_color_ranges("floor", "a procedural floor's colour", (0.0, 360.0), (0.2, 0.6), (0.35, 0.8)),
+    # The camera (comco/plan/cameras.py): objects are placed in each image's own camera, so they
+    # stay in view and in their slots; the defaults are ComCO's camera (comco/plan/camera.py).
+    _range_option("camera_elevation", (40.0, 40.0), (10.0, 80.0),
+                  "Camera elevation above the floor, degrees: a value or a range drawn per image on a grid "
+                  "of 5 degrees from the low end (default 40, ComCO's), e.g. 30..60."),
+    _range_option("camera_azimuth", (0.0, 0.0), (-360.0, 360.0),
+                  "Camera azimuth about the scene, degrees (0: from the front; the objects turn with it, "
+                  "so the floor, the lights and the world are seen from elsewhere), e.g. -180..180."),
+    _range_option("camera_lens", (45.0, 45.0), (15.0, 200.0),
+                  "Focal length, mm (36 mm sensor): a value or a range drawn per image on a grid of 5 mm "
+                  "from the low end (default 45), e.g. 35..70."),
+    _range_option("camera_distance", (16.0, 16.0), (2.0, 200.0),
+                  "Camera distance from the scene's centre, scene units (default 16); the objects scale "
+                  "with it, so their image shares hold, e.g. 12..24."),
 )
 
 
