@@ -8,8 +8,8 @@ the first column, and writes a contact sheet (rows: scenes, columns: the factor'
 `--factor realism` compares the presets (plain, studio, varied); `--preset draft` times them
 in Workbench (whose columns it cannot show are skipped, and said so).
 
-    nice -n 19 .venv/bin/python benchmarks/realism.py --factor floor [--object-set comco] [--scenes 3]
-        [--resolution 160] [--samples 16] [--preset cycles] [--out docs/realism/floors-comco.png]
+    nice -n 19 .venv/bin/python benchmarks/realism.py --factor floor [--object-set comco] [--scenes 2]
+        [--resolution 128] [--samples 8] [--preset cycles] [--out docs/realism/floors-comco.png]
 """
 
 from __future__ import annotations
@@ -25,11 +25,20 @@ from PIL import Image
 
 from comco.sheet import Tile, draw_grid, save_png
 
-# factor -> (sheet name, [(column label, the render options that make it)]); the first is today's look.
+# The camera's sheet stands the scenes on one fixed checker floor: on the plain grey floor a
+# turn or a dolly of the camera shows nothing but the objects, which it keeps as placed.
+CHECKER = ["--floor", "checker", "--floor-hue", "30", "--floor-saturation", "0.25", "--floor-value", "0.75"]
+# factor -> (sheet name, options every column shares, [(column label, its own options)]); the
+# first column is today's look.
 COLUMNS = {
-    "floor": ("floors", [("plain", []), *((n, ["--floor", n]) for n in ("wood", "tiles", "checker", "noise")),
-                         ("none", ["--floor", "none"])]),
-    "realism": ("presets", [(n, ["--realism", n]) for n in ("plain", "studio", "varied")]),
+    "floor": ("floors", [], [("plain", []), *((n, ["--floor", n]) for n in ("wood", "tiles", "checker", "noise")),
+                             ("none", ["--floor", "none"])]),
+    "camera": ("camera", CHECKER, [
+        ("today", []), ("elev 30", ["--camera-elevation", "30"]), ("elev 60", ["--camera-elevation", "60"]),
+        ("azim 90", ["--camera-azimuth", "90"]), ("azim 180", ["--camera-azimuth", "180"]),
+        ("lens 35", ["--camera-lens", "35"]), ("lens 70", ["--camera-lens", "70"]),
+        ("dist 10", ["--camera-distance", "10"]), ("dist 28", ["--camera-distance", "28"])]),
+    "realism": ("presets", [], [(n, ["--realism", n]) for n in ("plain", "studio", "varied")]),
 }
 
 
@@ -38,7 +47,8 @@ def render(out: Path, extra: list[str], args) -> tuple[float, str]:
     done = subprocess.run([sys.executable, "-m", "comco.cli", "render", "--quiet", "--object-set", args.object_set,
                            "--objects", "2-4", "--n", str(args.scenes), "--seed", str(args.seed),
                            "--preset", args.preset, "--samples", str(args.samples),
-                           "--resolution", str(args.resolution), "--workers", "1", *extra, "--out", str(out)],
+                           "--resolution", str(args.resolution), "--workers", "1", "--image-timeout", "0",
+                           *extra, "--out", str(out)],
                           capture_output=True, text=True)
     return time.perf_counter() - t, (done.stderr.strip().splitlines() or [""])[-1] if done.returncode else ""
 
@@ -46,22 +56,22 @@ def render(out: Path, extra: list[str], args) -> tuple[float, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--factor", choices=sorted(COLUMNS), required=True)
-    ap.add_argument("--scenes", type=int, default=3)
-    ap.add_argument("--resolution", type=int, default=160)
-    ap.add_argument("--samples", type=int, default=16)
+    ap.add_argument("--scenes", type=int, default=2)
+    ap.add_argument("--resolution", type=int, default=128)
+    ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--seed", type=int, default=4)
     ap.add_argument("--preset", default="cycles")
     ap.add_argument("--object-set", default="comco")
     ap.add_argument("--out", type=Path, default=None, help="the sheet (default docs/realism/FACTOR-SET.png)")
     ap.add_argument("--no-sheet", action="store_true", help="only the seconds per image")
     args = ap.parse_args()
-    sheet, columns = COLUMNS[args.factor]
+    sheet, common, columns = COLUMNS[args.factor]
     out = args.out or Path(f"docs/realism/{sheet}-{args.object_set}.png")
     seconds, shown = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for label, extra in columns:
             folder = Path(tmp) / label
-            took, refused = render(folder, extra, args)
+            took, refused = render(folder, [*common, *extra], args)
             if refused:
                 print(f"{label}: not rendered ({refused})")
                 continue
@@ -71,8 +81,9 @@ def main() -> None:
             rows = [[Tile(Image.open(f / "images" / f"{i:06d}.png").convert("RGB"), (label,) if i == 0 else ())
                      for label, f in shown] for i in range(args.scenes)]
             out.parent.mkdir(parents=True, exist_ok=True)
+            fixed = f", all on {' '.join(common)}" if common else ""
             title = (f"{args.object_set}: the same scenes, one {args.factor} per column ({args.preset}, "
-                     f"{args.samples} samples, {args.resolution} px, everything else fixed)")
+                     f"{args.samples} samples, {args.resolution} px, everything else fixed{fixed})")
             save_png(draw_grid(rows, title=title, gap=2), out)
             print(f"sheet -> {out}")
     first = next(iter(seconds.values()), None)
