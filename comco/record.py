@@ -45,6 +45,7 @@ class ObjectEntry(TypedDict):
     color: str | None  # a palette colour with --colors, else None
     material: str
     planned_fraction: float  # planned share of the image
+    surface: NotRequired[SurfaceEntry]  # planned with --roughness / --metallic / --texture only
     measured: NotRequired[Measured]
 
 
@@ -60,6 +61,13 @@ class WorldEntry(TypedDict):
     name: str  # "plain" or one of bpy's HDRI worlds
     rotation_z: NotRequired[float]  # an HDRI's turn about the vertical axis, radians
     strength: NotRequired[float]  # an HDRI's background strength
+
+
+class SurfaceEntry(TypedDict):
+    """An object's surface planned with --roughness / --metallic / --texture (comco/plan/surfaces.py)."""
+    roughness: NotRequired[float]  # with --roughness only (else its look's)
+    metallic: NotRequired[float]  # with --metallic only (else its look's)
+    texture: str  # "none" or one of the procedural textures
 
 
 class FloorEntry(TypedDict):

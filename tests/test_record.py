@@ -29,7 +29,7 @@ def planner(**kw):
 
 def test_planned_records_have_exactly_the_typed_fields():
     p = planner(colors=True)
-    optional = {k for k in ObjectEntry.__annotations__ if k == "measured"}
+    optional = {"measured", "surface"}
     for rec in p.records():
         assert set(rec) == set(SceneRecord.__annotations__) - {"pair", *REALISM_FIELDS}  # with their options only
         for o in rec["objects"]:
@@ -38,10 +38,11 @@ def test_planned_records_have_exactly_the_typed_fields():
     for single in p.singles():
         assert set(single) == set(SingleRecord.__annotations__)
     for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",),
-                       floor=("wood",)).records():
+                       floor=("wood",), texture=("noise",), roughness=(0.1, 0.5)).records():
         assert set(rec) == set(SceneRecord.__annotations__)
         assert set(rec["world"]) == set(WorldEntry.__annotations__)
         assert set(rec["floor"]) == set(FloorEntry.__annotations__)
+        assert all(set(o["surface"]) == {"roughness", "texture"} for o in rec["objects"])
         assert set(rec["pair"]) == set(PairEntry.__annotations__)
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
 

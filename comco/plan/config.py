@@ -13,6 +13,7 @@ from comco.plan import captions as cap
 from comco.plan import floors
 from comco.plan import options as declared
 from comco.plan.parse import parse_pairs
+from comco.plan.realism import PRESETS, apply_preset
 from comco.plan.worlds import PLAIN
 from comco.record import MAX_OBJECTS
 
@@ -39,7 +40,8 @@ class _Methods:
         unknown = sorted(set(d) - set(options) - {"render"})
         if unknown:
             raise UserError(f"unknown plan option(s) {', '.join(unknown)}; known: {', '.join(sorted(options))}")
-        return cls(**{k: options[k].read(v) for k, v in d.items() if k in options})
+        given = {k: options[k].read(v) for k, v in d.items() if k in options}
+        return cls(**apply_preset(given, options) if given.get("realism") in PRESETS else given)
 
     def to_dict(self) -> dict:
         """dataset.json's `config` (and what the configuration hash reads): every option, but a

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from comco.errors import UserError
-from comco.plan import floors, parse, worlds
+from comco.plan import floors, parse, realism, surfaces, worlds
 from comco.plan.orders import POLICIES
 from comco.record import LAYOUTS, MAX_OBJECTS, SLOTS
 
@@ -184,6 +184,12 @@ def _check_range(flag: str, lo: float, hi: float):
     return check
 
 
+def _check_optional_range(flag: str):
+    """A (low, high) range within 0..1, or None (not given)."""
+    check = _check_range(flag, 0.0, 1.0)
+    return lambda pair: None if pair is None else check(pair)
+
+
 def _range_option(name: str, default: tuple[float, float], within: tuple[float, float], help: str,
                   recipe: str | None = None) -> PlanOption:
     """A WHEN_SET (low, high) option drawn per image, written "a..b", "a-b" or one value."""
@@ -292,6 +298,43 @@ OPTIONS: tuple[PlanOption, ...] = (
     _range_option("camera_distance", (16.0, 16.0), (2.0, 200.0),
                   "Camera distance from the scene's centre, scene units (default 16); the objects scale "
                   "with it, so their image shares hold, e.g. 12..24."),
+    # The light (comco/plan/lights.py): each option changes only its part of today's rig.
+    _range_option("light_azimuth", (45.0, 45.0), (-360.0, 360.0),
+                  "Direction the key light comes from about the scene, degrees (0: from the front, 90: from the "
+                  "right); default: today's jittered key (about 45), e.g. -90..90."),
+    _range_option("light_elevation", (50.0, 50.0), (5.0, 90.0),
+                  "Height of the key light above the floor, degrees; default: today's jittered key (about 50), "
+                  "e.g. 20..80."),
+    _range_option("light_intensity", (1.0, 1.0), (0.05, 20.0),
+                  "The lights' energy times this: a value or a range drawn per image (default 1), e.g. 0.5-1.5."),
+    _range_option("light_temperature", (6500.0, 6500.0), (1000.0, 20000.0),
+                  "Colour temperature of the lights, kelvin (6500: white, today's; 2700: warm; 9000: cool), "
+                  "e.g. 3000..8000."),
+    _range_option("light_count", (3.0, 3.0), (1.0, 3.0),
+                  "How many of the key, fill and back lights shine: a count or a range drawn per image "
+                  "(default 3), e.g. 1-3."),
+    # Object materials (comco/plan/surfaces.py): per object; the default is each look's own.
+    PlanOption("roughness", Optional[tuple[float, float]], None, cli_type=Optional[str], cli_default=None,
+               parse=partial(parse.number_range, flag="--roughness"), check=_check_optional_range("--roughness"),
+               in_hash=WHEN_SET, recipe="data.roughness",
+               help="Objects' roughness, 0 (mirror) .. 1 (matte): a range drawn per object on a grid of 0.05, "
+                    "e.g. 0.2..0.9 (default: each look's own: rubber 0.75, plastic 0.45, metal 0.25, glossy 0.15)."),
+    PlanOption("metallic", Optional[tuple[float, float]], None, cli_type=Optional[str], cli_default=None,
+               parse=partial(parse.number_range, flag="--metallic"), check=_check_optional_range("--metallic"),
+               in_hash=WHEN_SET, recipe="data.metallic",
+               help="Objects' metallic, 0..1: a range drawn per object on a grid of 0.05, e.g. 0..0.5 "
+                    "(default: each look's own: metal 1, the others 0)."),
+    PlanOption("texture", tuple[str, ...], (surfaces.NONE,), cli_type=str, cli_default=surfaces.NONE,
+               parse=surfaces.parse_textures, check=surfaces.check_textures, in_hash=WHEN_SET,
+               recipe="data.texture",
+               help="Procedural texture each object draws: none, one of "
+                    f"{', '.join(surfaces.TEXTURES)} (two tones of the object's own colour, so its colour name "
+                    f"holds), a list, or {surfaces.ALL_TEXTURES} (all three)."),
+    PlanOption("realism", str, realism.PLAIN, choices=tuple(realism.PRESETS), in_hash=WHEN_SET,
+               recipe="data.realism",
+               help="A preset over the realism options: plain (today's look), studio (the studio HDRI, a camera "
+                    "and key light that move a little, satin surfaces) or varied (every factor varies); "
+                    "an option given with another value wins."),
 )
 
 

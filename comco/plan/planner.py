@@ -28,9 +28,11 @@ from comco.plan.cameras import CameraPlacers, turn
 from comco.plan.config import PlanConfig, check_config
 from comco.plan.draws import LIGHT_NORMALS, OBJECT_RETRIES, Drawer
 from comco.plan.floors import FloorDrawer
+from comco.plan.lights import LightDrawer
 from comco.plan.orders import mention_orders
 from comco.plan.pairs import Miss, Pairer
 from comco.plan.placement import PLACEMENT_TRIES
+from comco.plan.surfaces import SurfaceDrawer
 from comco.plan.worlds import WorldDrawer
 from comco.record import PAIR_BASE, SINGLE_LAYOUT, SLOTS, ObjectEntry, SceneRecord, SingleRecord
 
@@ -67,6 +69,8 @@ class Planner:
         self.pairer = Pairer(self) if cfg.pairs else None
         # Realism factors recorded as a field of their own (None: the field is left out).
         self.scene_factors = {"world": WorldDrawer(cfg), "floor": FloorDrawer(cfg)}
+        self.lights = LightDrawer(cfg)
+        self.surfaces = SurfaceDrawer(cfg)
         # Rounded once: the record's turn for each whole degree.
         self._rotation = {d: round(math.radians(d), 5) for d in range(-180, 181)}
 
@@ -263,6 +267,9 @@ class Planner:
                 scale=scale[r][k], location=[xs[r][k], ys[r][k], 0.0], rotation_z=rotation[r][k],
                 color=drawn.colors[a][k], material=looks[material[r][k]], planned_fraction=fraction[r][k],
             ) for k in range(n)]
+            if self.surfaces.recorded:
+                for o in objs:
+                    o["surface"] = self.surfaces.draw(drawn.seed[a], o["name"])
             orders = mention_orders(order_numbers[r], ranks[r][:n], us[r][:n], policy=cfg.order_policy,
                                     k=cfg.orders, order_bias=cfg.order_bias)
             record = SceneRecord(
@@ -270,7 +277,8 @@ class Planner:
                 object_set=self.set.name, object_set_hash=self.set.hash,
                 image=f"images/{index:06d}.png", resolution=list(cfg.resolution),
                 layout=cfg.layout, large_slot=SLOTS[slot[r][ranks[r].index(0)]],
-                camera=camera, lights=lights[r], **{k: v for k, v in factors.items() if v is not None},
+                camera=camera, lights=self.lights.apply(drawn.seed[a], lights[r]),
+                **{k: v for k, v in factors.items() if v is not None},
                 objects=objs, mention_orders=orders,
             )  # its captions follow: they read the rest of it
             record["captions"] = self.captioner.for_record(record, variant[r][:n])
