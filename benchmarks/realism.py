@@ -38,6 +38,15 @@ COLUMNS = {
         ("azim 90", ["--camera-azimuth", "90"]), ("azim 180", ["--camera-azimuth", "180"]),
         ("lens 35", ["--camera-lens", "35"]), ("lens 70", ["--camera-lens", "70"]),
         ("dist 10", ["--camera-distance", "10"]), ("dist 28", ["--camera-distance", "28"])]),
+    "light": ("light", [], [
+        ("today", []), ("key -90", ["--light-azimuth", "-90"]), ("key 90", ["--light-azimuth", "90"]),
+        ("key low", ["--light-elevation", "15"]), ("x0.4", ["--light-intensity", "0.4"]),
+        ("x1.8", ["--light-intensity", "1.8"]), ("2700 K", ["--light-temperature", "2700"]),
+        ("10000 K", ["--light-temperature", "10000"]), ("1 light", ["--light-count", "1"])]),
+    # with palette colours, so the sheet shows that a texture keeps the colour's name
+    "surface": ("materials", ["--colors"], [
+        ("today", []), ("rough 0.05", ["--roughness", "0.05"]), ("rough 1", ["--roughness", "1"]),
+        ("metal 1", ["--metallic", "1"]), *((t, ["--texture", t]) for t in ("noise", "stripes", "spots"))]),
     "realism": ("presets", [], [(n, ["--realism", n]) for n in ("plain", "studio", "varied")]),
 }
 
