@@ -1,6 +1,6 @@
 """How well planned sizes come out in renders: per-object fill against one typical fill.
 
-    python benchmarks/sizes.py [--set comco] [--n 240] [--resolution 192]
+    python benchmarks/sizes.py [--set comco] [--n 240] [--resolution 192] [--realism plain|studio|varied]
 
 Renders the same configuration (draft preset) twice in one run, from two copies of the
 object set: one whose manifest carries the measured fills (`comco objects calibrate
@@ -9,6 +9,10 @@ Prints, side by side, the large object's planned and measured share of the image
 50th and 90th percentile; the one-large layout asks for 7 %, less for an object held at
 the height cap or shrunk to the span limit), the spread p90 / p10, and how far the
 objects' measured shares stray from the planned ones (the fill's job).
+
+With `--realism studio|varied` the scenes are the preset's (its cameras in particular: each
+image is placed in its own); they render with Cycles at one sample, since the shares are
+measured on the ID render, not on the image.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from pathlib import Path
 from comco.manifest import MANIFEST_NAME, resolve_set_dir
 
 
-def render(set_dir: Path, out: Path, n: int, resolution: int) -> float:
+def render(set_dir: Path, out: Path, n: int, resolution: int, realism: str = "plain") -> float:
     t = time.perf_counter()
+    look = [] if realism == "plain" else ["--realism", realism, "--samples", "1", "--image-timeout", "0"]
     subprocess.run([sys.executable, "-m", "comco.cli", "render", "--object-set", str(set_dir), "--objects", "2-5",
-                    "--n", str(n), "--preset", "draft", "--resolution", str(resolution), "--workers", "2",
+                    "--n", str(n), "--preset", "draft" if realism == "plain" else "cycles",
+                    "--resolution", str(resolution), "--workers", "2", *look,
                     "--quiet", "--out", str(out)], check=False, capture_output=True)
     return time.perf_counter() - t
 
@@ -66,6 +72,7 @@ def main() -> None:
     ap.add_argument("--set", default="comco")
     ap.add_argument("--n", type=int, default=240)
     ap.add_argument("--resolution", type=int, default=192)
+    ap.add_argument("--realism", default="plain", choices=("plain", "studio", "varied"))
     args = ap.parse_args()
     src = resolve_set_dir(args.set)
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,7 +87,7 @@ def main() -> None:
             elif not re.search(r"(?m)^fill\s*=", text):
                 sys.exit(f"{src / MANIFEST_NAME} has no fills: run `comco objects calibrate {args.set} --write` first")
             (set_dir / MANIFEST_NAME).write_text(text, encoding="utf-8")
-            seconds = render(set_dir, tmp / f"out-{keep}", args.n, args.resolution)
+            seconds = render(set_dir, tmp / f"out-{keep}", args.n, args.resolution, args.realism)
             rows[label] = {**summary(tmp / f"out-{keep}"), "seconds": seconds}
     keys = list(next(iter(rows.values())))
     print(f"{'':<22}" + "".join(f"{k:>18}" for k in rows))

@@ -57,6 +57,7 @@ class ObjectEntry(TypedDict):
     color: str | None  # a palette colour with --colors, else None
     material: str
     planned_fraction: float  # planned share of the image
+    surface: NotRequired[SurfaceEntry]  # planned with --roughness / --metallic / --texture only
     measured: NotRequired[Measured]
 
 
@@ -81,6 +82,20 @@ class Relation(TypedDict):
     object: int
 
 
+class SurfaceEntry(TypedDict):
+    """An object's surface planned with --roughness / --metallic / --texture (comco/plan/surfaces.py)."""
+    roughness: NotRequired[float]  # with --roughness only (else its look's)
+    metallic: NotRequired[float]  # with --metallic only (else its look's)
+    texture: str  # "none" or one of the procedural textures
+
+
+class FloorEntry(TypedDict):
+    """The floor of an image planned with --floor (comco/plan/floors.py); no field without it."""
+    name: str  # "plain", "none" or one of the procedural floors
+    color: NotRequired[list[float]]  # a procedural floor's sRGB colour, 0..1
+    rotation_z: NotRequired[float]  # its pattern's turn about the vertical axis, radians
+
+
 class SceneRecord(TypedDict):
     """One multi-object image."""
     id: str  # "000042"
@@ -96,6 +111,7 @@ class SceneRecord(TypedDict):
     camera: dict
     lights: dict
     world: NotRequired[WorldEntry]  # planned with --world only
+    floor: NotRequired[FloorEntry]  # planned with --floor only
     objects: list[ObjectEntry]
     mention_orders: list[list[int]]  # indices into objects, first-mentioned first
     captions: dict[str, list[str]]  # template -> one caption per mention order
@@ -124,15 +140,18 @@ class SingleRecord(TypedDict):
     mention_orders: list[list[int]]
 
 
+# The realism factors' own fields: only in records planned with their options.
+REALISM_FIELDS = ("world", "floor")
+# The outputs beside each image (--depth, --normals, --relations): only in records planned with them.
+OUTPUT_FIELDS = ("depth", "normals", "relations", "occlusion_order")
 # Fields every scene record and object entry must have (validate checks them).
 RECORD_KEYS = tuple(k for k in SceneRecord.__annotations__
-                    if k not in ("index", "retry", "large_slot", "pair", "world", "holdout", "depth", "normals",
-                                 "relations", "occlusion_order"))
+                    if k not in ("index", "retry", "large_slot", "pair", "holdout", *REALISM_FIELDS, *OUTPUT_FIELDS))
 OBJECT_KEYS = ("name", "slot", "size_rank", "scale", "location", "rotation_z")
 MEASURED_KEYS = tuple(k for k in Measured.__annotations__ if k not in ("occluded_by", "depth_m"))
 # What a re-plan of captions keeps from the rendered record: everything that shapes the image.
 PLACEMENT_FIELDS = ("id", "index", "seed", "retry", "object_set", "object_set_hash", "image", "resolution",
-                    "layout", "large_slot", "camera", "lights", "world", "depth", "normals", "relations")
+                    "layout", "large_slot", "camera", "lights", *REALISM_FIELDS, "depth", "normals", "relations")
 
 
 def object_names(record: SceneRecord | SingleRecord) -> list[str]:

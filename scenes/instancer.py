@@ -14,6 +14,7 @@ from comco.scenes.materials import is_primary, linear_to_srgb, recolored
 from comco.scenes.meshes import import_mesh
 from comco.scenes.parts import Ctx
 from comco.scenes.registry import load_all
+from comco.scenes.surfaces import surfaced
 
 
 class Instancer:
@@ -66,6 +67,13 @@ class Instancer:
                     ob.material_slots[i].link = "OBJECT"
                     ob.material_slots[i].material = recolored(
                         mat, color or "own", rgb or tuple(linear_to_srgb(c) for c in mat.diffuse_color[:3]), look)
+        surface = obj.get("surface")
+        if surface:  # every material of the object, as painted above
+            for slot in ob.material_slots:
+                if slot.material is not None:
+                    mat = slot.material
+                    slot.link = "OBJECT"
+                    slot.material = surfaced(mat, surface)
         self.collection.objects.link(ob)
         self.live.append(ob)
         return ob

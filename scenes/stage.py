@@ -135,13 +135,19 @@ def set_camera(scene, cam: dict) -> None:
 
 
 def set_lights(scene, lights: dict) -> None:
+    """The record's rig: each light it names where and as bright (and, with --light-temperature,
+    as coloured) as planned; a light it leaves out (--light-count) dark."""
     for name in ("key", "fill", "back"):
-        spec = lights[name]
         ob = bpy.data.objects[name]
+        spec = lights.get(name)
+        ob.hide_render = spec is None
+        if spec is None:
+            continue
         ob.location = Vector(spec["location"])
         ob.rotation_euler = (-ob.location).to_track_quat("-Z", "Y").to_euler()
         ob.data.energy = spec["energy"]
         ob.data.size = spec["size"]
+        ob.data.color = spec.get("color", (1.0, 1.0, 1.0))
     bg = scene.world.node_tree.nodes.get("Background")
     if bg is not None:
         g = lights.get("world", 0.35)

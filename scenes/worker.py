@@ -105,12 +105,14 @@ def serve(conn, cfg: dict) -> None:
 
 
 def _render_job(job, record, scene, id_scene, inst, root, work, done) -> dict:
+    from comco.scenes.floors import set_floor
     from comco.scenes.measure import measure, save_mask
     from comco.scenes.stage import render_to, set_camera, set_lights, set_world
 
     set_camera(scene, record["camera"])
     set_lights(scene, record["lights"])
     set_world(scene, record.get("world"))
+    set_floor(scene, record.get("floor"))
     live = [inst.add(o, i) for i, o in enumerate(record["objects"])]
     final = os.path.join(root, record["image"])
     # The image counts only once it is measured (and its mask written): until then it is a

@@ -8,6 +8,9 @@ from comco.manifest import load_object_set
 from comco.plan import PlanConfig, Planner
 from comco.record import (
     OBJECT_KEYS,
+    OUTPUT_FIELDS,
+    REALISM_FIELDS,
+    FloorEntry,
     ObjectEntry,
     PairEntry,
     SceneRecord,
@@ -19,8 +22,6 @@ from comco.record import (
     object_names,
 )
 
-OUTPUT_FIELDS = ("depth", "normals", "relations", "occlusion_order")
-
 
 def planner(**kw):
     cfg = PlanConfig(object_set="simco", objects=(2, 3, 4), n=12, **kw)
@@ -29,20 +30,22 @@ def planner(**kw):
 
 def test_planned_records_have_exactly_the_typed_fields():
     p = planner(colors=True)
-    optional = {k for k in ObjectEntry.__annotations__ if k == "measured"}
+    optional = {"measured", "surface"}
     for rec in p.records():
-        # pair / --world / --holdout datasets only, the outputs with --depth / --normals / --relations only
-        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world", "holdout", *OUTPUT_FIELDS}
+        # pair / --holdout / realism / outputs datasets only: with their options
+        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "holdout", *REALISM_FIELDS, *OUTPUT_FIELDS}
         for o in rec["objects"]:
             assert set(o) == set(ObjectEntry.__annotations__) - optional
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
     for single in p.singles():
         assert set(single) == set(SingleRecord.__annotations__)
     for rec in planner(colors=True, pairs=("swap-colors", "count"), world=("forest",), depth=True, normals=True,
-                       relations=True).records():
+                       relations=True, floor=("wood",), texture=("noise",), roughness=(0.1, 0.5)).records():
         # occlusion_order is measured, by the renderer
         assert set(rec) == set(SceneRecord.__annotations__) - {"holdout", "occlusion_order"}
         assert set(rec["world"]) == set(WorldEntry.__annotations__)
+        assert set(rec["floor"]) == set(FloorEntry.__annotations__)
+        assert all(set(o["surface"]) == {"roughness", "texture"} for o in rec["objects"])
         assert set(rec["pair"]) == set(PairEntry.__annotations__)
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
     for rec in planner(colors=True, holdout="color:cube=red").records():

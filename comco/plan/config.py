@@ -10,9 +10,11 @@ from dataclasses import asdict, field, make_dataclass
 from comco.errors import UserError
 from comco.manifest import ObjectSet
 from comco.plan import captions as cap
+from comco.plan import floors
 from comco.plan import options as declared
 from comco.plan.holdout import resolve as resolve_holdout
 from comco.plan.parse import parse_pairs
+from comco.plan.realism import PRESETS, apply_preset
 from comco.plan.worlds import PLAIN
 from comco.record import MAX_OBJECTS
 
@@ -39,7 +41,8 @@ class _Methods:
         unknown = sorted(set(d) - set(options) - {"render"})
         if unknown:
             raise UserError(f"unknown plan option(s) {', '.join(unknown)}; known: {', '.join(sorted(options))}")
-        return cls(**{k: options[k].read(v) for k, v in d.items() if k in options})
+        given = {k: options[k].read(v) for k, v in d.items() if k in options}
+        return cls(**apply_preset(given, options) if given.get("realism") in PRESETS else given)
 
     def to_dict(self) -> dict:
         """dataset.json's `config` (and what the configuration hash reads): every option, but a
@@ -85,6 +88,24 @@ def check_config(cfg: PlanConfig, object_set: ObjectSet) -> None:
         raise UserError("--world-rotation and --world-strength turn and scale an HDRI world; "
                         "add --world (e.g. --world hdri)")
     resolve_holdout(cfg, object_set)
+    check_realism(cfg)
+
+
+def _unused(cfg: PlanConfig, names: tuple[str, ...]) -> str | None:
+    """The flag of the first of these options that is not at its default, or None."""
+    for name in names:
+        if getattr(cfg, name) != getattr(DEFAULT, name):
+            return declared.by_name()[name].flag
+    return None
+
+
+def check_realism(cfg: PlanConfig) -> None:
+    """A realism factor's ranges need the factor itself (one line, what to add)."""
+    if not set(cfg.floor) & set(floors.PATTERNS):
+        flag = _unused(cfg, ("floor_hue", "floor_saturation", "floor_value"))
+        if flag:
+            raise UserError(f"{flag} colours a procedural floor; add --floor with one "
+                            f"({', '.join(floors.PATTERNS)} or {floors.ALL_PATTERNS})")
 
 
 def check_pairs(cfg: PlanConfig) -> None:

@@ -86,7 +86,9 @@ class Drawer:
         # For each large slot, the other slots in order.
         self._others = np.array([[s for s in range(K) if s != large] for large in range(K)])
         self._draws = ORDERS + max(draws_needed(n, cfg.orders) for n in range(1, K + 1))
-        self._placer = placer  # for the one-large layout: which objects can be the large one
+        # for the one-large layout: which objects can be the large one (comco/plan/cameras.py:
+        # CameraPlacers, whose `for_images` gives the placer of a batch's cameras)
+        self._placer = placer
         self._rng = Reseedable()
 
     def count_for(self, index: int) -> int:
@@ -146,7 +148,8 @@ class Drawer:
         reach = self._yaw_range[ids]
         yaw = np.where(valid, _pick(uniform[:, YAW:YAW + K], 2 * reach + 1) - reach, 0)
         large_slot = self._large_options[_pick(kept[:, LARGE_SLOT], len(self._large_options))]
-        fraction = np.where(valid, self._fractions(uniform, count, valid, ids, yaw, large_slot), REF_FRACTION)
+        placer = None if self._placer is None else self._placer.for_images([i for i, _ in jobs])
+        fraction = np.where(valid, self._fractions(uniform, count, valid, ids, yaw, large_slot, placer), REF_FRACTION)
         ranks = size_ranks(fraction, valid)
         slot = self._slots(uniform, large_slot, ranks, valid)
         fixed = self._fixed_material[ids]
@@ -161,7 +164,7 @@ class Drawer:
                      normals=normals, order_numbers=uniform[:, ORDERS:], uniform=uniform, kept=kept)
 
     def _fractions(self, u: np.ndarray, count: np.ndarray, valid: np.ndarray, ids: np.ndarray, yaw: np.ndarray,
-                   large_slot: np.ndarray) -> np.ndarray:
+                   large_slot: np.ndarray, placer) -> np.ndarray:
         cfg, size = self.cfg, len(u)
         col = np.arange(K)[None, :]
         if cfg.layout == "one-large":
@@ -171,9 +174,9 @@ class Drawer:
             # Which object is the large one: uniform among those that can cover the large
             # share at the large slot with their turn (all, if none can: the retry redraws).
             able = valid
-            if self._placer is not None:
+            if placer is not None:
                 floor = LARGE_OVER_SMALL * np.where(col[:, :K - 1] < (count - 1)[:, None], small, 0.0).max(axis=1)
-                able = valid & self._placer.can_be_large(ids, np.broadcast_to(large_slot[:, None], ids.shape),
+                able = valid & placer.can_be_large(ids, np.broadcast_to(large_slot[:, None], ids.shape),
                                                          yaw + 180, np.broadcast_to(large[:, None], ids.shape),
                                                          floor[:, None])
                 able = np.where(able.any(axis=1, keepdims=True), able, valid)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from comco.errors import UserError
-from comco.plan import holdout, parse, worlds
+from comco.plan import floors, holdout, parse, realism, surfaces, worlds
 from comco.plan.orders import POLICIES
 from comco.record import LAYOUTS, MAX_OBJECTS, SLOTS
 
@@ -184,6 +184,35 @@ def _check_range(flag: str, lo: float, hi: float):
     return check
 
 
+def _check_optional_range(flag: str):
+    """A (low, high) range within 0..1, or None (not given)."""
+    check = _check_range(flag, 0.0, 1.0)
+    return lambda pair: None if pair is None else check(pair)
+
+
+def _range_option(name: str, default: tuple[float, float], within: tuple[float, float], help: str,
+                  recipe: str | None = None) -> PlanOption:
+    """A WHEN_SET (low, high) option drawn per image, written "a..b", "a-b" or one value."""
+    flag = "--" + name.replace("_", "-")
+    lo, hi = default
+    return PlanOption(name, tuple[float, float], (float(lo), float(hi)), cli_type=str,
+                      cli_default=f"{lo:g}" if lo == hi else f"{lo:g}..{hi:g}",
+                      parse=partial(parse.number_range, flag=flag), check=_check_range(flag, *within),
+                      in_hash=WHEN_SET, recipe=recipe or f"data.{name}", help=help)
+
+
+def _color_ranges(factor: str, what: str, hue, saturation, value) -> tuple[PlanOption, ...]:
+    """--FACTOR-hue, --FACTOR-saturation, --FACTOR-value: the HSV ranges a colour is drawn from."""
+    return (
+        _range_option(f"{factor}_hue", hue, (-360.0, 720.0), f"Hue of {what}, degrees: a range drawn per image "
+                                                              f"(default {hue[0]:g}..{hue[1]:g})."),
+        _range_option(f"{factor}_saturation", saturation, (0.0, 1.0),
+                      f"Saturation of {what}, 0..1 (default {saturation[0]:g}..{saturation[1]:g})."),
+        _range_option(f"{factor}_value", value, (0.0, 1.0),
+                      f"Brightness (HSV value) of {what}, 0..1 (default {value[0]:g}..{value[1]:g})."),
+    )
+
+
 SHARE = Range(0.0, 1.0, open_lo=True, open_hi=True)
 
 # The command line shows them in this order; PlanConfig's fields follow it too.
@@ -270,6 +299,65 @@ OPTIONS: tuple[PlanOption, ...] = (
     PlanOption("relations", bool, False, in_hash=WHEN_SET, recipe="render.relations",
                help="Record a relations graph per image (left of, right of, above, below, in front of, behind; "
                     "from the planned 3-D positions and the camera) and the measured occlusion order."),
+    # ---- realism factors beyond the world (issue 23 item 2; branch realism): each WHEN_SET,
+    # its default today's look, its draws from its own stream.
+    PlanOption("floor", tuple[str, ...], (floors.PLAIN,), cli_type=str, cli_default=floors.PLAIN,
+               parse=floors.parse_floors, check=floors.check_floors, in_hash=WHEN_SET, recipe="data.floor",
+               help="The floor each image draws from: plain (the grey floor), a procedural floor "
+                    f"({', '.join(floors.PATTERNS)}), none (no floor), a list of them, or "
+                    f"{floors.ALL_PATTERNS} (the four procedural ones)."),
+    *_color_ranges("floor", "a procedural floor's colour", (0.0, 360.0), (0.2, 0.6), (0.35, 0.8)),
+    # The camera (comco/plan/cameras.py): objects are placed in each image's own camera, so they
+    # stay in view and in their slots; the defaults are ComCO's camera (comco/plan/camera.py).
+    _range_option("camera_elevation", (40.0, 40.0), (10.0, 80.0),
+                  "Camera elevation above the floor, degrees: a value or a range drawn per image on a grid "
+                  "of 5 degrees from the low end (default 40, ComCO's), e.g. 30..60."),
+    _range_option("camera_azimuth", (0.0, 0.0), (-360.0, 360.0),
+                  "Camera azimuth about the scene, degrees (0: from the front; the objects turn with it, "
+                  "so the floor, the lights and the world are seen from elsewhere), e.g. -180..180."),
+    _range_option("camera_lens", (45.0, 45.0), (15.0, 200.0),
+                  "Focal length, mm (36 mm sensor): a value or a range drawn per image on a grid of 5 mm "
+                  "from the low end (default 45), e.g. 35..70."),
+    _range_option("camera_distance", (16.0, 16.0), (2.0, 200.0),
+                  "Camera distance from the scene's centre, scene units (default 16); the objects scale "
+                  "with it, so their image shares hold, e.g. 12..24."),
+    # The light (comco/plan/lights.py): each option changes only its part of today's rig.
+    _range_option("light_azimuth", (45.0, 45.0), (-360.0, 360.0),
+                  "Direction the key light comes from about the scene, degrees (0: from the front, 90: from the "
+                  "right); default: today's jittered key (about 45), e.g. -90..90."),
+    _range_option("light_elevation", (50.0, 50.0), (5.0, 90.0),
+                  "Height of the key light above the floor, degrees; default: today's jittered key (about 50), "
+                  "e.g. 20..80."),
+    _range_option("light_intensity", (1.0, 1.0), (0.05, 20.0),
+                  "The lights' energy times this: a value or a range drawn per image (default 1), e.g. 0.5-1.5."),
+    _range_option("light_temperature", (6500.0, 6500.0), (1000.0, 20000.0),
+                  "Colour temperature of the lights, kelvin (6500: white, today's; 2700: warm; 9000: cool), "
+                  "e.g. 3000..8000."),
+    _range_option("light_count", (3.0, 3.0), (1.0, 3.0),
+                  "How many of the key, fill and back lights shine: a count or a range drawn per image "
+                  "(default 3), e.g. 1-3."),
+    # Object materials (comco/plan/surfaces.py): per object; the default is each look's own.
+    PlanOption("roughness", Optional[tuple[float, float]], None, cli_type=Optional[str], cli_default=None,
+               parse=partial(parse.number_range, flag="--roughness"), check=_check_optional_range("--roughness"),
+               in_hash=WHEN_SET, recipe="data.roughness",
+               help="Objects' roughness, 0 (mirror) .. 1 (matte): a range drawn per object on a grid of 0.05, "
+                    "e.g. 0.2..0.9 (default: each look's own: rubber 0.75, plastic 0.45, metal 0.25, glossy 0.15)."),
+    PlanOption("metallic", Optional[tuple[float, float]], None, cli_type=Optional[str], cli_default=None,
+               parse=partial(parse.number_range, flag="--metallic"), check=_check_optional_range("--metallic"),
+               in_hash=WHEN_SET, recipe="data.metallic",
+               help="Objects' metallic, 0..1: a range drawn per object on a grid of 0.05, e.g. 0..0.5 "
+                    "(default: each look's own: metal 1, the others 0)."),
+    PlanOption("texture", tuple[str, ...], (surfaces.NONE,), cli_type=str, cli_default=surfaces.NONE,
+               parse=surfaces.parse_textures, check=surfaces.check_textures, in_hash=WHEN_SET,
+               recipe="data.texture",
+               help="Procedural texture each object draws: none, one of "
+                    f"{', '.join(surfaces.TEXTURES)} (two tones of the object's own colour, so its colour name "
+                    f"holds), a list, or {surfaces.ALL_TEXTURES} (all three)."),
+    PlanOption("realism", str, realism.PLAIN, choices=tuple(realism.PRESETS), in_hash=WHEN_SET,
+               recipe="data.realism",
+               help="A preset over the realism options: plain (today's look), studio (the studio HDRI, a camera "
+                    "and key light that move a little, satin surfaces) or varied (every factor varies); "
+                    "an option given with another value wins."),
 )
 
 

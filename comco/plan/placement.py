@@ -82,15 +82,20 @@ class Placer:
         self._unit = np.full((len(objects), MAX_OBJECTS, YAWS), np.nan)
         self._span = np.full((len(objects), MAX_OBJECTS, YAWS), np.nan)  # box span at that scale
 
-    # -- scales at the reference fraction, solved once per (object, slot) for every yaw --
+    # -- scales at the reference fraction, solved once per (object, slot, yaw) when first asked --
     def unit_scales(self, obj: np.ndarray, slot: np.ndarray, yaw: np.ndarray) -> np.ndarray:
-        """The scale that covers REF_FRACTION at the slot centre; yaw indexes degrees + 180."""
-        missing = np.isnan(self._unit[obj, slot, 0])
+        """The scale that covers REF_FRACTION at the slot centre; yaw indexes degrees + 180.
+
+        Only the (object, slot, turn) entries asked for are solved (each on its own: the same
+        numbers whichever are solved together), so a camera of the camera factor
+        (comco/plan/cameras.py) pays for the entries its images use, not for every turn."""
+        missing = np.isnan(self._unit[obj, slot, yaw])
         if missing.any():
-            pairs = np.array(sorted(set(zip(obj[missing].tolist(), slot[missing].tolist()))))
-            for group in np.array_split(pairs, -(-len(pairs) // 24)):  # ~24 pairs: ~10 MB of temporaries
-                o, s = group[:, 0], group[:, 1]
-                self._unit[o, s], self._span[o, s] = self._solve(o, s)
+            asked = np.stack(np.broadcast_arrays(obj, slot, yaw), axis=-1)[missing]
+            triples = np.unique(asked, axis=0)
+            for group in np.array_split(triples, -(-len(triples) // 8192)):  # ~10 MB of temporaries
+                o, s, y = group[:, 0], group[:, 1], group[:, 2]
+                self._unit[o, s, y], self._span[o, s, y] = self._solve(o, s, y)
         return self._unit[obj, slot, yaw]
 
     def can_be_large(self, obj: np.ndarray, slot: np.ndarray, yaw: np.ndarray, fraction: np.ndarray,
@@ -109,16 +114,14 @@ class Placer:
         shrink = np.minimum(1.0, MAX_SPAN / (self._span[obj, slot, yaw] * grow * held))
         return fraction * (held * shrink) ** 2 >= floor
 
-    def _solve(self, obj: np.ndarray, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Scales (pairs, YAWS) for (object, slot) pairs at every whole-degree turn, and the
-        span of the box at that scale (its larger side over the image's)."""
-        shape = (len(obj), YAWS)
-        gx = np.broadcast_to(self.slot_ground[slot, 0][:, None], shape)
-        gy = np.broadcast_to(self.slot_ground[slot, 1][:, None], shape)
-        cos, sin = np.broadcast_to(self.cos, shape), np.broadcast_to(self.sin, shape)
-        target = (REF_FRACTION * self.w * self.h / self.fill[obj])[:, None]
-        unit = self.unit_dims[obj][:, None, :]
-        scale = np.ones(shape)
+    def _solve(self, obj: np.ndarray, slot: np.ndarray, yaw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Scales (n,) for (object, slot, turn) triples, and the span of the box at that scale
+        (its larger side over the image's)."""
+        gx, gy = self.slot_ground[slot, 0], self.slot_ground[slot, 1]
+        cos, sin = self.cos[yaw], self.sin[yaw]
+        target = REF_FRACTION * self.w * self.h / self.fill[obj]
+        unit = self.unit_dims[obj]
+        scale = np.ones(len(obj))
         for _ in range(3):  # area ~ scale^2, corrected for perspective by re-projecting
             us, vs = self.cam.box_corners(gx, gy, unit * scale[..., None], cos, sin)
             scale = scale * np.sqrt(target / np.maximum(silhouette_area(us, vs), 1e-9))

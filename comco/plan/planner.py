@@ -24,14 +24,18 @@ from comco.manifest import ObjectSet, ObjectSpec
 from comco.plan import captions as cap
 from comco.plan import placement as pl
 from comco.plan.camera import Camera
+from comco.plan.cameras import CameraPlacers, turn
 from comco.plan.config import PlanConfig, check_config
 from comco.plan.draws import LIGHT_NORMALS, OBJECT_RETRIES, Drawer
+from comco.plan.floors import FloorDrawer
 from comco.plan.holdout import TRAIN, Composer
 from comco.plan.holdout import resolve as resolve_holdout
+from comco.plan.lights import LightDrawer
 from comco.plan.orders import mention_orders
 from comco.plan.pairs import Miss, Pairer
 from comco.plan.placement import PLACEMENT_TRIES
 from comco.plan.relations import add_outputs
+from comco.plan.surfaces import SurfaceDrawer
 from comco.plan.worlds import WorldDrawer
 from comco.record import PAIR_BASE, SINGLE_LAYOUT, SLOTS, ObjectEntry, SceneRecord, SingleRecord
 
@@ -66,9 +70,13 @@ class Planner:
         self.placer = pl.Placer(self.camera, object_set.objects)
         self.holdout = resolve_holdout(cfg, object_set)
         self.composer = None if self.holdout is None else Composer(self.holdout, object_set, cfg.seed)
-        self.drawer = Drawer(cfg, object_set, self.placer, composer=self.composer)
+        self.cameras = CameraPlacers(cfg, object_set.objects, self.placer)
+        self.drawer = Drawer(cfg, object_set, self.cameras, composer=self.composer)
         self.pairer = Pairer(self) if cfg.pairs else None
-        self.worlds = WorldDrawer(cfg)
+        # Realism factors recorded as a field of their own (None: the field is left out).
+        self.scene_factors = {"world": WorldDrawer(cfg), "floor": FloorDrawer(cfg)}
+        self.lights = LightDrawer(cfg)
+        self.surfaces = SurfaceDrawer(cfg)
         self._outputs = cfg.depth or cfg.normals or cfg.relations
         self._heights = {o.name: o.normalized_dimensions(1.0)[2] for o in object_set.objects}
         # Rounded once: the record's turn for each whole degree.
@@ -134,16 +142,22 @@ class Planner:
 
     def check_large_fraction(self) -> None:
         """One-large: some object must be able to cover --large-fraction (at the centre,
-        unturned); the others are made smaller where they must, but not all of them."""
+        unturned); the others are made smaller where they must, but not all of them. With
+        camera ranges, under each extreme camera too (and each must see the upper slots)."""
+        self._check_large_fraction(self.placer, "")
+        self.cameras.check(self._check_large_fraction)
+
+    def _check_large_fraction(self, placer: pl.Placer, where: str) -> None:
         if self.cfg.layout != "one-large":
             return
         count = len(self.set.objects)
-        *_, reached, _ = self.placer.fit(np.arange(count), np.zeros(count, dtype=np.intp), np.full(count, 180),
+        *_, reached, _ = placer.fit(np.arange(count), np.zeros(count, dtype=np.intp), np.full(count, 180),
                                          np.full(count, self.cfg.large_fraction), clamp_tall=True)
         if reached.max() < 0.95 * self.cfg.large_fraction:
             raise UserError(f"cannot place a large object covering --large-fraction {self.cfg.large_fraction} of the "
-                            f"image: no object of '{self.set.name}' covers more than {reached.max():.3f} within the "
-                            f"frame; lower --large-fraction")
+                            f"image{' under the camera at ' + where if where else ''}: no object of '{self.set.name}' "
+                            f"covers more than {reached.max():.3f} within the frame; lower --large-fraction"
+                            f"{' or narrow the camera ranges' if where else ''}")
 
     def choose_objects(self, index: int, draw: int = 0) -> list[ObjectSpec]:
         return [self.set.objects[i] for i in self.drawer.choose_ids(index, draw)]
@@ -231,8 +245,9 @@ class Planner:
 
     def _place(self, drawn) -> pl.Placed:
         layout = self.cfg.layout
-        return self.placer.place(drawn.ids, drawn.slot, drawn.yaw + 180, drawn.fraction, drawn.ranks, drawn.valid,
-                                 drawn.jitter, one_large=layout == "one-large", keep_ranks=layout != "equal")
+        placer = self.cameras.for_images(drawn.index)  # each image's camera
+        return placer.place(drawn.ids, drawn.slot, drawn.yaw + 180, drawn.fraction, drawn.ranks, drawn.valid,
+                            drawn.jitter, one_large=layout == "one-large", keep_ranks=layout != "equal")
 
     def _reason(self, drawn, placed: pl.Placed, a: int) -> str:
         code, who = int(placed.status[a]), int(placed.culprit[a])
@@ -268,16 +283,23 @@ class Planner:
         lights = _lights_many(drawn.normals[pick])
         order_numbers = drawn.order_numbers[pick].tolist()
         out = []
+        if self.cameras.recorded:  # placed in the image's camera; turned and scaled by its azimuth and distance
+            xs, ys, scale, rotation = self._seen_from(drawn, rows, placed, yaw)
+        else:
+            rotation = [[self._rotation[d] for d in row] for row in yaw]
         for r, a in enumerate(rows):
-            camera = self.camera.to_record()
+            camera = self.cameras.record(drawn.index[a]) or self.camera.to_record()
             n = len(drawn.colors[a])
             index, retry = drawn.index[a], drawn.retry[a]
-            world = self.worlds.draw(drawn.seed[a])
+            factors = {k: d.draw(drawn.seed[a]) for k, d in self.scene_factors.items()}
             objs = [ObjectEntry(
                 name=objects[ids[r][k]].name, slot=SLOTS[slot[r][k]], size_rank=ranks[r][k],
-                scale=scale[r][k], location=[xs[r][k], ys[r][k], 0.0], rotation_z=self._rotation[yaw[r][k]],
+                scale=scale[r][k], location=[xs[r][k], ys[r][k], 0.0], rotation_z=rotation[r][k],
                 color=drawn.colors[a][k], material=looks[material[r][k]], planned_fraction=fraction[r][k],
             ) for k in range(n)]
+            if self.surfaces.recorded:
+                for o in objs:
+                    o["surface"] = self.surfaces.draw(drawn.seed[a], o["name"])
             orders = mention_orders(order_numbers[r], ranks[r][:n], us[r][:n], policy=cfg.order_policy,
                                     k=cfg.orders, order_bias=cfg.order_bias)
             record = SceneRecord(
@@ -285,7 +307,8 @@ class Planner:
                 object_set=self.set.name, object_set_hash=self.set.hash,
                 image=f"images/{index:06d}.png", resolution=list(cfg.resolution),
                 layout=cfg.layout, large_slot=SLOTS[slot[r][ranks[r].index(0)]],
-                camera=camera, lights=lights[r], **({} if world is None else {"world": world}),
+                camera=camera, lights=self.lights.apply(drawn.seed[a], lights[r]),
+                **{k: v for k, v in factors.items() if v is not None},
                 objects=objs, mention_orders=orders,
             )  # its captions follow: they read the rest of it
             record["captions"] = self.captioner.for_record(record, variant[r][:n])
@@ -293,6 +316,20 @@ class Planner:
                 record["holdout"] = self.holdout.shows_record(record)
             out.append(record)
         return out
+
+    def _seen_from(self, drawn, rows: list[int], placed: pl.Placed, yaw: list[list[int]]):
+        """Positions, scales and turns (rounded as the records hold them) of the placed rows,
+        turned about the look-at point by each image's camera azimuth and scaled by its distance."""
+        xs, ys, scale, rotation = [], [], [], []
+        for r, a in enumerate(rows):
+            view = self.cameras.view(drawn.index[a])
+            x, y, k = turn(placed.x[a], placed.y[a], view)
+            xs.append(np.round(x, 5).tolist())
+            ys.append(np.round(y, 5).tolist())
+            scale.append(np.round(placed.scale[a] * k, 5).tolist())
+            phi = math.radians(view.azimuth)
+            rotation.append([round(math.radians(d) + phi, 5) for d in yaw[r]])
+        return xs, ys, scale, rotation
 
     # -- singles --------------------------------------------------------------------
     def singles(self) -> list[SingleRecord]:

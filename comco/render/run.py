@@ -34,6 +34,10 @@ from comco.data.writer import dataset_info, make_planner
 from comco.errors import UserError
 from comco.io import write_json, write_jsonl
 from comco.plan import PlanConfig, Planner
+from comco.plan.floors import PATTERNS
+from comco.plan.lights import OPTIONS as LIGHT_OPTIONS
+from comco.plan.lights import LightDrawer
+from comco.plan.options import by_name
 from comco.plan.worlds import PLAIN
 from comco.progress import progress
 from comco.record import DEPTH_FOLDER, NORMALS_FOLDER, PASSES, pair_rank
@@ -67,6 +71,22 @@ def _lock(out: Path):
     return handle
 
 
+def check_draft(cfg: PlanConfig) -> None:
+    """Refuse the realism factors that Workbench (the draft preset) cannot show."""
+    if cfg.world != (PLAIN,):
+        raise UserError("--world: the draft preset (Workbench) shows no HDRI world; use --preset cycles")
+    if set(cfg.floor) & set(PATTERNS):
+        raise UserError("--floor: the draft preset (Workbench) shows no procedural floor; use --preset cycles "
+                        "(or --floor plain / none)")
+    if cfg.texture != ("none",):
+        raise UserError("--texture: the draft preset (Workbench) shows no procedural texture; use --preset cycles")
+    lit = LightDrawer(cfg).set
+    if lit:
+        flag = by_name()[sorted(lit, key=LIGHT_OPTIONS.index)[0]].flag
+        raise UserError(f"{flag}: the draft preset (Workbench) lights every scene with its own studio light; "
+                        f"use --preset cycles")
+
+
 def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bool = False, resume: bool = False,
                quiet: bool = False) -> dict:
     """`comco render`: plan, render in Blender worker processes, measure, check and write a dataset.
@@ -80,8 +100,8 @@ def run_render(cfg: PlanConfig, opts: RenderOptions, out: Path, *, overwrite: bo
     Returns a summary (images, singles, failures, seconds)."""
     check_passes(cfg, opts.preset)
     check_environment(opts)
-    if opts.preset == "draft" and cfg.world != (PLAIN,):
-        raise UserError("--world: the draft preset (Workbench) shows no HDRI world; use --preset cycles")
+    if opts.preset == "draft":
+        check_draft(cfg)
     planner = make_planner(cfg)
     info = dataset_info(planner)
     info["config"]["render"] = opts.image_config()
