@@ -83,6 +83,7 @@ class Planted:
 
 class FakeRef:
     name, pretrained, label, text_only, random = "planted", "none", "planted", False, False
+    generative, embeds_phrases = False, True
 
     def load(self, device="cpu"):
         return type("Loaded", (), {"identity": "planted", "context_length": 77, "vit": None})()

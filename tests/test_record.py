@@ -49,7 +49,7 @@ def test_planned_records_have_exactly_the_typed_fields():
         assert set(rec["pair"]) == set(PairEntry.__annotations__)
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
     for rec in planner(colors=True, holdout="color:cube=red").records():
-        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", "world"}
+        assert set(rec) == set(SceneRecord.__annotations__) - {"pair", *REALISM_FIELDS, *OUTPUT_FIELDS}
         assert check_record(rec, set(load_object_set("simco").names), rec["object_set_hash"]) == []
 
 

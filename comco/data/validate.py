@@ -221,10 +221,10 @@ def _holdout_problems(root: Path, info: dict, oset) -> list[str]:
     on its side: a training image showing a held-out combination, or a test image showing none, is
     an error (and so is a record whose `holdout` field says otherwise)."""
     from comco.plan import PlanConfig
-    from comco.plan.holdout import resolve
+    from comco.plan.holdout import resolve_holdout
 
     try:
-        holdout = resolve(PlanConfig.from_dict(info["config"]), oset)
+        holdout = resolve_holdout(PlanConfig.from_dict(info["config"]), oset)
     except (UserError, TypeError, ValueError) as exc:
         return [f"{INFO}: its --holdout cannot be resolved ({exc})"]
     if holdout is None:

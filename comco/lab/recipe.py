@@ -315,13 +315,13 @@ TEXT_ONLY_GATES = {"presence_tor": "presence TOR", "caption_r1": "caption R@1"}
 
 def _shift_world(path: str, value):
     """data.shift_world: the worlds the shifted test scenes draw from (as --world takes them), not plain alone."""
-    from comco.plan.worlds import PLAIN, parse_worlds
+    from comco.plan import parse_worlds
 
     try:
         worlds = parse_worlds(value)
     except UserError as exc:
         _fail(path, value, str(exc))
-    if worlds == (PLAIN,):
+    if worlds == parse_worlds("plain"):
         _fail(path, value, "the plain backdrop is the test set's own world; name an HDRI (or hdri for all eight)")
     return value
 
@@ -461,13 +461,12 @@ def _check_shift(s: dict) -> None:
                         f"shows no HDRI world; set render.preset = \"cycles\" or drop the key")
     if data.get("holdout"):
         from comco.manifest import load_object_set
-        from comco.plan import PlanConfig
-        from comco.plan.holdout import resolve
+        from comco.plan import PlanConfig, resolve_holdout
 
         for name in data["object_sets"]:
             for objects in (data["train_objects"], data["test_objects"]):
                 try:
-                    resolve(PlanConfig.from_dict({"object_set": name, "objects": objects,
+                    resolve_holdout(PlanConfig.from_dict({"object_set": name, "objects": objects,
                                                   "holdout": data["holdout"]}), load_object_set(name))
                 except UserError as exc:
                     raise UserError(f"recipe key 'data.holdout' = {data['holdout']!r} (object set {name}): "

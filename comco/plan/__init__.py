@@ -17,4 +17,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "image_seed": "rng", "generator": "rng", "check_seed": "rng",
     "outputs_info": "relations", "output_path": "relations", "occlusion_order": "relations",
     "camera_frame": "relations",
+    "parse_worlds": "worlds", "resolve_holdout": "holdout",
 })

@@ -12,7 +12,7 @@ from comco.manifest import ObjectSet
 from comco.plan import captions as cap
 from comco.plan import floors
 from comco.plan import options as declared
-from comco.plan.holdout import resolve as resolve_holdout
+from comco.plan.holdout import resolve_holdout
 from comco.plan.parse import parse_pairs
 from comco.plan.realism import PRESETS, apply_preset
 from comco.plan.worlds import PLAIN

@@ -213,7 +213,7 @@ def _auto(kind: str, share: float, seed: int, object_set, counts) -> frozenset:
     return frozenset(out)
 
 
-def resolve(cfg, object_set) -> Holdout | None:
+def resolve_holdout(cfg, object_set) -> Holdout | None:
     """The configuration's holdout against its object set, checked (UserError, one line naming
     --holdout); None without --holdout."""
     if cfg.holdout is None:

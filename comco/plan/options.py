@@ -277,7 +277,7 @@ OPTIONS: tuple[PlanOption, ...] = (
                recipe="data.world_strength", help="Strength of an HDRI world's light: a value or a range "
                                                   "drawn per image, e.g. 0.2-0.7."),
     # Held-out compositions (issue 23 item 4; comco/plan/holdout.py): each WHEN_SET, off by default.
-    # The names are checked against the object set in check_config (holdout.resolve).
+    # The names are checked against the object set in check_config (holdout.resolve_holdout).
     PlanOption("holdout", Optional[str], None, cli_type=Optional[str], parse=holdout.parse_holdout,
                in_hash=WHEN_SET, recipe="data.holdout",
                help="Combinations a training set never shows and its test set always shows: "

@@ -28,8 +28,7 @@ from comco.plan.cameras import CameraPlacers, turn
 from comco.plan.config import PlanConfig, check_config
 from comco.plan.draws import LIGHT_NORMALS, OBJECT_RETRIES, Drawer
 from comco.plan.floors import FloorDrawer
-from comco.plan.holdout import TRAIN, Composer
-from comco.plan.holdout import resolve as resolve_holdout
+from comco.plan.holdout import TRAIN, Composer, resolve_holdout
 from comco.plan.lights import LightDrawer
 from comco.plan.orders import mention_orders
 from comco.plan.pairs import Miss, Pairer
