@@ -213,7 +213,8 @@ class SlurmExecutor(Executor):
 
     def abort(self) -> None:
         # a failed or interrupted driver leaves SLURM jobs queued and running: the next
-        # driver re-attaches to them; submitit's local jobs die with this process
+        # driver re-attaches to them; submitit's local jobs are cancelled here, on an error or
+        # Ctrl-C. A SIGKILLed slurm-local driver cannot do this and leaves them running (a known gap)
         if self.cluster != "slurm":
             for _, job in self._jobs.values():
                 job.cancel(check=False)
