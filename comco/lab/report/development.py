@@ -159,6 +159,7 @@ def _at(points: list[dict] | None, i: int, figure: str):
 
 
 def _plot(c: SetContext, names: list, data: dict, p: float, n: int):
+    from comco.lab.report.figures import PAGE_IN
     from comco.report import pyplot, save
 
     figs = figures_of(n)
@@ -166,7 +167,7 @@ def _plot(c: SetContext, names: list, data: dict, p: float, n: int):
     if not any(data[name, p] for name in names):
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(2, 3, figsize=(13.0, 6.6), squeeze=False)
+    fig, axes = plt.subplots(2, 3, figsize=(PAGE_IN, 6.0), squeeze=False)  # the page's width: never shrunk
     for ax, (title, figure) in zip(axes.flat, panels):
         for name in names:
             pts = data[name, p]
