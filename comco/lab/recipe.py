@@ -151,26 +151,35 @@ VARIANT = {
 VARIANT_REQUIRED = ("name", "kind")
 
 
-def _variants(path, v):
+def _variant_tables(path, v, schema: dict, required: tuple[str, ...], empty: str):
+    """Each entry of a [[...variants]] array checked against its schema: (where, checked table),
+    its names unique; the callers add the checks of their own kind."""
     if not isinstance(v, list) or not v:
-        _fail(path, v, "expected at least one [[finetune.variants]] table")
-    out, names = [], set()
+        _fail(path, v, empty)
+    names = set()
     for i, entry in enumerate(v):
         where = f"{path}[{i}]"
         if not isinstance(entry, dict):
             _fail(where, entry, "expected a table")
         for key in entry:
-            if key not in VARIANT:
-                raise UserError(f"unknown recipe key '{where}.{key}'; known: {', '.join(VARIANT)}")
-        for key in VARIANT_REQUIRED:
+            if key not in schema:
+                raise UserError(f"unknown recipe key '{where}.{key}'; known: {', '.join(schema)}")
+        for key in required:
             if key not in entry:
                 raise UserError(f"recipe key '{where}.{key}' is missing")
-        checked = {k: VARIANT[k](f"{where}.{k}", x) for k, x in entry.items()}
-        if checked["kind"] == "longclip" and any(k in checked for k in ("remove_summary", "sample", "pad")):
-            raise UserError(f"recipe key '{where}': remove_summary/sample/pad apply to kind 'debias' only")
+        checked = {k: schema[k](f"{where}.{k}", x) for k, x in entry.items()}
         if checked["name"] in names:
             _fail(f"{where}.name", checked["name"], "variant names repeat")
         names.add(checked["name"])
+        yield where, checked
+
+
+def _variants(path, v):
+    out = []
+    for where, checked in _variant_tables(path, v, VARIANT, VARIANT_REQUIRED,
+                                          "expected at least one [[finetune.variants]] table"):
+        if checked["kind"] == "longclip" and any(k in checked for k in ("remove_summary", "sample", "pad")):
+            raise UserError(f"recipe key '{where}': remove_summary/sample/pad apply to kind 'debias' only")
         out.append(checked)
     return out
 
@@ -281,25 +290,12 @@ TOWER_KEYS = ("text_attention", "text_pool")  # a variant that sets one names it
 
 
 def _scratch_variants(path, v):
-    if not isinstance(v, list) or not v:
-        _fail(path, v, "expected at least one [[scratch.variants]] table (leave the key out for none)")
-    out, names = [], set()
-    for i, entry in enumerate(v):
-        where = f"{path}[{i}]"
-        if not isinstance(entry, dict):
-            _fail(where, entry, "expected a table")
-        for key in entry:
-            if key not in SCRATCH_VARIANT:
-                raise UserError(f"unknown recipe key '{where}.{key}'; known: {', '.join(SCRATCH_VARIANT)}")
-        if "name" not in entry:
-            raise UserError(f"recipe key '{where}.name' is missing")
-        checked = {k: SCRATCH_VARIANT[k](f"{where}.{k}", x) for k, x in entry.items()}
-        if checked["name"] in names:
-            _fail(f"{where}.name", checked["name"], "variant names repeat")
+    out = []
+    for where, checked in _variant_tables(path, v, SCRATCH_VARIANT, ("name",), "expected at least one "
+                                          "[[scratch.variants]] table (leave the key out for none)"):
         if len(checked) == 1:
             raise UserError(f"recipe key '{where}' sets none of {', '.join(list(SCRATCH_VARIANT)[1:])}: "
                             "it would train the recipe's own scratch models again")
-        names.add(checked["name"])
         out.append(checked)
     return out
 
