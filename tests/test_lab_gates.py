@@ -71,8 +71,8 @@ def test_the_labclip_base_learns_colours_from_images_the_map_never_sees():
     ("[scales.smoke.gates]\nset_r1 = 0.0", "[scales.smoke.gates]\nset_r1 = 2.0", "scales.smoke.gates.set_r1"),
     ("min_passing = 2", "min_passing = 1", "gates.min_passing"),
     ("presence_tor = 0.9 ", "# presence_tor = 0.9 ", "gates.presence_tor"),  # every gate is a required key
-    ("[scales.small.scratch]\nseeds = [0, 1, 2]", "[scales.small.scratch]\nseeds = [0]", "scratch.seeds"),
-    ("min_passing = 2", "min_passing = 4", "scratch.seeds"),  # 3 seeds cannot give 4 passing models per p
+    ("[scales.small.scratch]\nseeds = [0, 1, 2, 3, 4]", "[scales.small.scratch]\nseeds = [0]", "scratch.seeds"),
+    ("min_passing = 2", "min_passing = 6", "scratch.seeds"),  # 5 seeds cannot give 6 passing models per p
     ("keep = 0.4 ", "keep = 1.2 ", "gates.keep"),
     ("colour_probe = 0.5 ", "colour_probe = -1 ", "gates.colour_probe"),
     ("images = 4000\nseeds = [0, 1, 2]", "images = 4000\nseeds = [0]", "labclip.seeds"),  # small's, the first
