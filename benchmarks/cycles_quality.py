@@ -17,8 +17,8 @@ preset's adaptive threshold (0.02): it is what `comco render --preset cycles --s
 (and with the denoiser off, the other column). The reference is the same scene at
 `--reference` samples with adaptive sampling off and no denoiser: the converged image, whose own
 noise is sqrt(1024 / N) below an N-sample image's (at 1024 against 24, about 16 dB). References
-are cached in `--cache` under a hash of the record and their settings, so a rerun renders only
-the test images.
+and test images are cached in `--cache` under a hash of the record and the settings, each
+with its seconds, so a rerun (or a killed run started again) renders only what is missing.
 
 Seconds per image: the render call alone (the record's objects added anew before each, as a
 worker does; Blender's start, planning and the ID-render measurement left out), as wall seconds
@@ -46,7 +46,7 @@ from PIL import Image
 
 KNEE_DB = 35.0
 SAMPLES = (4, 8, 16, 24, 32, 64, 128)
-REFERENCE_VERSION = 1  # part of the reference cache key: bump when the reference's settings change
+RENDER_VERSION = 1  # part of a render's cache key: bump when the stage or the reference's settings change
 PRESET_THRESHOLD = 0.02  # the cycles preset's adaptive threshold (scenes/stage.py apply_preset)
 
 # ---- the metrics (numpy only; tests/test_cycles_quality.py checks them) -----------------------
@@ -119,6 +119,11 @@ inst = Instancer(load_object_set(spec["object_set"]), coll)
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+# an untimed first render: the kernels and OpenImageDenoise load once per process, not in a job
+stage_record(scene, inst, spec["jobs"][0]["record"])
+set_sampling(scene, 1, True, 0.02)
+render_to(scene, os.path.join(os.path.dirname(sys.argv[1]), "warm-up.png"))
+inst.clear()
 for job in spec["jobs"]:
     stage_record(scene, inst, job["record"])
     set_sampling(scene, job["samples"], job["denoise"], job["threshold"])
@@ -127,9 +132,8 @@ for job in spec["jobs"]:
         render_to(scene, str(tmp))
         took = {"wall_s": time.perf_counter() - t, "cpu_s": cpu() - c}
     inst.clear()
-    if job.get("seconds"):
-        open(job["seconds"], "w").write(json.dumps(took))
-    print("TIMED " + json.dumps({"png": job["png"], **took}), flush=True)
+    with atomic_path(job["seconds"]) as tmp:
+        open(tmp, "w").write(json.dumps(took))
 """
 
 
@@ -141,56 +145,62 @@ def plan(object_set: str, realism: str, n: int, seed: int, resolution: int, tmp:
     return [json.loads(line) for line in (out / "scenes.jsonl").read_text().splitlines()]
 
 
-def reference_key(record: dict, samples: int) -> str:
-    blob = json.dumps({"record": record, "samples": samples, "version": REFERENCE_VERSION}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+def render_key(record: dict, samples: int, denoise: bool = False, threshold: float | None = None) -> str:
+    """The cache name of one render: its record and settings (a reference's, no denoiser and no
+    adaptive threshold, hash without those two keys)."""
+    what = {"record": record, "samples": samples, "version": RENDER_VERSION}
+    if denoise or threshold is not None:
+        what.update(denoise=denoise, threshold=threshold)
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def run_blender(object_set: str, resolution: int, jobs: list[dict], threads: int, tmp: Path) -> dict[str, dict]:
-    """Render the jobs in one Blender process; the seconds of each PNG rendered."""
+def cached(cache: Path, record: dict, samples: int, denoise: bool, threshold: float | None) -> dict:
+    """A render's job: its PNG and seconds in the cache (done once both are there)."""
+    png = cache / f"{render_key(record, samples, denoise, threshold)}.png"
+    return {"record": record, "samples": samples, "denoise": denoise, "threshold": threshold,
+            "png": str(png), "seconds": str(png.with_suffix(".json"))}
+
+
+def is_done(job: dict) -> bool:
+    return Path(job["png"]).exists() and Path(job["seconds"]).exists()
+
+
+def run_blender(object_set: str, resolution: int, jobs: list[dict], threads: int, tmp: Path) -> None:
+    """Render the jobs in one Blender process (each PNG and its seconds into the cache)."""
     if not jobs:
-        return {}
+        return
     spec = tmp / f"spec-{object_set}-{resolution}.json"
     spec.write_text(json.dumps({"object_set": object_set, "resolution": [resolution, resolution],
                                 "threads": threads, "jobs": jobs}))
     done = subprocess.run([sys.executable, "-c", RENDER, str(spec)], capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"Blender failed ({object_set}, {resolution} px):\n{done.stderr[-3000:]}")
-    timed = [json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("TIMED ")]
-    return {t["png"]: t for t in timed}
 
 
 def measure(args, tmp: Path) -> list[dict]:
-    """One row per (resolution, set, realism, scene, samples, denoiser): PSNR, SSIM, seconds."""
+    """One row per (resolution, set, realism, scene, samples, denoiser): PSNR, SSIM, seconds.
+    Every render is taken from the cache where it is there already (a killed run goes on)."""
     rows = []
     for resolution, n_scenes in args.resolutions:
         for object_set in args.sets:
             scenes = [(realism, i, rec) for realism in args.realism
                       for i, rec in enumerate(plan(object_set, realism, n_scenes, args.seed, resolution, tmp))]
-            jobs, refs = [], {}
+            todo = {}
             for realism, i, rec in scenes:
-                key = reference_key(rec, args.reference)
-                ref = args.cache / f"{key}.png"
-                refs[(realism, i)] = ref
-                if not (ref.exists() and ref.with_suffix(".json").exists()):
-                    jobs.append({"record": rec, "samples": args.reference, "denoise": False, "threshold": None,
-                                 "png": str(ref), "seconds": str(ref.with_suffix(".json"))})
-                for samples in args.samples:
-                    for denoise in (True, False):
-                        png = tmp / f"{object_set}-{resolution}-{realism}-{i}-{samples}-{int(denoise)}.png"
-                        jobs.append({"record": rec, "samples": samples, "denoise": denoise,
-                                     "threshold": PRESET_THRESHOLD, "png": str(png)})
-            timed = run_blender(object_set, resolution, jobs, args.threads, tmp)
-            for realism, i, _ in scenes:
-                ref = refs[(realism, i)]
-                ref_s = json.loads(ref.with_suffix(".json").read_text())
-                for samples in args.samples:
-                    for denoise in (True, False):
-                        png = str(tmp / f"{object_set}-{resolution}-{realism}-{i}-{samples}-{int(denoise)}.png")
-                        rows.append({"resolution": resolution, "set": object_set, "realism": realism, "scene": i,
-                                     "samples": samples, "denoise": denoise, **compare(Path(png), ref),
-                                     "wall_s": timed[png]["wall_s"], "cpu_s": timed[png]["cpu_s"],
-                                     "reference_cpu_s": ref_s["cpu_s"], "reference_wall_s": ref_s["wall_s"]})
+                ref = cached(args.cache, rec, args.reference, False, None)
+                tests = [cached(args.cache, rec, samples, denoise, PRESET_THRESHOLD)
+                         for samples in args.samples for denoise in (True, False)]
+                todo[(realism, i)] = (ref, tests)
+            run_blender(object_set, resolution, [j for ref, tests in todo.values() for j in (ref, *tests)
+                                                 if not is_done(j)], args.threads, tmp)
+            for (realism, i), (ref, tests) in todo.items():
+                ref_s = json.loads(Path(ref["seconds"]).read_text())
+                for job in tests:
+                    took = json.loads(Path(job["seconds"]).read_text())
+                    rows.append({"resolution": resolution, "set": object_set, "realism": realism, "scene": i,
+                                 "samples": job["samples"], "denoise": job["denoise"],
+                                 **compare(Path(job["png"]), Path(ref["png"])), **took,
+                                 "reference_cpu_s": ref_s["cpu_s"], "reference_wall_s": ref_s["wall_s"]})
     return rows
 
 
