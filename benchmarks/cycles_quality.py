@@ -48,6 +48,7 @@ KNEE_DB = 35.0
 SAMPLES = (4, 8, 16, 24, 32, 64, 128)
 RENDER_VERSION = 1  # part of a render's cache key: bump when the stage or the reference's settings change
 PRESET_THRESHOLD = 0.02  # the cycles preset's adaptive threshold (scenes/stage.py apply_preset)
+PRESET_DEFAULT = (24, True)  # the cycles preset's samples and denoiser, marked in the table and figure
 
 # ---- the metrics (numpy only; tests/test_cycles_quality.py checks them) -----------------------
 
@@ -252,12 +253,26 @@ def print_table(summary: list[dict], rows: list[dict], found: dict) -> None:
         ref = [r for r in rows if r["resolution"] == res]
         ref_cpu = {(r["set"], r["realism"], r["scene"]): r["reference_cpu_s"] for r in ref}
         k = found[res]
-        now = next((s for s in summary if s["resolution"] == res and s["samples"] == 24 and s["denoise"]), None)
+        now = next((s for s in summary if s["resolution"] == res and (s["samples"], s["denoise"]) == PRESET_DEFAULT),
+                   None)
         print(f"{res} px: reference {np.mean(list(ref_cpu.values())):.1f} CPU s/image over {len(ref_cpu)} scenes; "
               + (f"knee ({KNEE_DB:.0f} dB in every scene) {label(k)}: {k['cpu_s']:.2f} CPU s/image, "
                  f"{k['psnr']:.1f} dB mean" if k else f"no setting reaches {KNEE_DB:.0f} dB in every scene")
-              + (f"; today's default (24 spp + OIDN) {now['cpu_s']:.2f} CPU s/image, {now['psnr']:.1f} dB mean, "
+              + (f"; the cycles preset ({label(now)}) {now['cpu_s']:.2f} CPU s/image, {now['psnr']:.1f} dB mean, "
                  f"worst {now['psnr_min']:.1f}" if now else ""))
+
+
+def markdown_table(summary: list[dict], found: dict) -> str:
+    """The summary as a Markdown table for the README (the knee and the preset marked)."""
+    lines = ["| px | denoiser | samples | CPU s/image | wall s/image | PSNR dB (worst) | SSIM (worst) |",
+             "|---|---|---|---|---|---|---|"]
+    for s in summary:
+        mark = " (knee)" if found.get(s["resolution"]) is s else ""
+        mark += " (cycles preset)" if (s["samples"], s["denoise"]) == PRESET_DEFAULT else ""
+        lines.append(f"| {s['resolution']} | {'OIDN' if s['denoise'] else 'none'} | {s['samples']}{mark} | "
+                     f"{s['cpu_s']:.2f} | {s['wall_s']:.1f} | {s['psnr']:.2f} ({s['psnr_min']:.2f}) | "
+                     f"{s['ssim']:.4f} ({s['ssim_min']:.4f}) |")
+    return "\n".join(lines)
 
 
 def figure(summary: list[dict], found: dict, path: Path, title: str) -> Path:
@@ -290,6 +305,9 @@ def figure(summary: list[dict], found: dict, path: Path, title: str) -> Path:
                 ax.axhline(KNEE_DB, color="grey", lw=0.8)
             if k:
                 ax.plot([k["cpu_s"]], [k[metric]], marker="*", ms=16, color="crimson", ls="none", zorder=5)
+            for s in summary:
+                if s["resolution"] == res and (s["samples"], s["denoise"]) == PRESET_DEFAULT:
+                    ax.plot([s["cpu_s"]], [s[metric]], marker="s", ms=12, mfc="none", mec="black", ls="none", zorder=4)
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else ""))
@@ -302,10 +320,12 @@ def figure(summary: list[dict], found: dict, path: Path, title: str) -> Path:
                            legend_entry(color=colours[False], marker="o", lw=2.2),
                            *(legend_entry(color="grey", linestyle=styles[g], lw=1) for g in groups),
                            legend_entry(color="grey", lw=0.8),
-                           legend_entry(color="crimson", marker="*", ms=12, ls="none")]
-                labels = ["OpenImageDenoise (mean)", "no denoiser (mean)",
+                           legend_entry(color="crimson", marker="*", ms=12, ls="none"),
+                           legend_entry(marker="s", ms=10, mfc="none", mec="black", ls="none")]
+                labels = ["OpenImageDenoise (mean of scenes)", "no denoiser (mean of scenes)",
                           *(f"{g} (PSNR, mean)" for g in groups), f"{KNEE_DB:.0f} dB",
-                          f"knee: {label(k)}" if k else "no knee"]
+                          f"knee: {label(k)}" if k else "no knee",
+                          f"the cycles preset: {PRESET_DEFAULT[0]} spp + OIDN"]
                 legend_beside(ax, handles, labels)
     fig.suptitle(title)
     return save(fig, path)
@@ -333,6 +353,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="where the reference renders are kept between runs")
     ap.add_argument("--figure", type=Path, default=Path("docs/cycles-quality.png"))
     ap.add_argument("--json", type=Path, default=None, help="also write every row and the summary here")
+    ap.add_argument("--markdown", action="store_true", help="also print the summary as a Markdown table")
     ap.add_argument("--from-json", type=Path, default=None,
                     help="render nothing: print and draw the rows a --json of an earlier run holds")
     args = ap.parse_args(argv)
@@ -356,6 +377,8 @@ def main(argv: list[str] | None = None) -> None:
     summary = summarise(rows)
     found = knees(summary)
     print_table(summary, rows, found)
+    if args.markdown:
+        print(markdown_table(summary, found))
     cells = ", ".join(f"{px} px x {n}" for px, n in args.resolutions)
     title = (f"Cycles (cycles preset) against a {args.reference}-sample reference: "
              f"{'/'.join(args.sets)} x {'/'.join(args.realism)}, scenes per set and realism: {cells}")

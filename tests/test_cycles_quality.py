@@ -82,6 +82,12 @@ def test_the_knee_is_the_cheapest_setting_whose_worst_scene_reaches_the_threshol
     summary = [s(8, False, 1.0, 30.0), s(64, False, 5.0, 36.0), s(16, True, 2.5, 35.5), s(8, True, 1.6, 34.9)]
     assert cq.knees(summary)[224] is summary[2]
     assert cq.knees(summary, threshold=40.0)[224] is None
+    for row in summary:
+        row.update(wall_s=1.0, psnr=row["psnr_min"], ssim=0.9, ssim_min=0.9)
+    table = cq.markdown_table([*summary, s(24, True, 6.0, 47.0) | {"wall_s": 1, "psnr": 47, "ssim": 1, "ssim_min": 1}],
+                              cq.knees(summary))
+    assert "| 224 | OIDN | 16 (knee) | 2.50 |" in table and "| 24 (cycles preset) |" in table
+    assert table.count("(knee)") == 1
 
 
 @pytest.mark.bpy
