@@ -281,13 +281,17 @@ def figure(summary: list[dict], found: dict, path: Path, title: str) -> Path:
     from comco.report.plots import legend_beside, legend_entry, pyplot, save
 
     plt = pyplot()
+    summary = [{**s, "dssim": 1.0 - s["ssim"]} for s in summary]  # SSIM's last digits, on a log axis
+    found = {res: next(s for s in summary if (s["resolution"], s["samples"], s["denoise"]) ==
+                       (k["resolution"], k["samples"], k["denoise"])) if k else None for res, k in found.items()}
     resolutions = sorted({s["resolution"] for s in summary})
     fig, axes = plt.subplots(len(resolutions), 2, figsize=(12, 4.2 * len(resolutions)), squeeze=False)
     colours = {True: "tab:blue", False: "tab:orange"}
     groups = list(summary[0]["groups"])
     styles = dict(zip(groups, (":", "--", "-.", (0, (1, 3)), (0, (5, 1)))))
     for row, res in enumerate(resolutions):
-        for col, (metric, name) in enumerate((("psnr", "PSNR (dB)"), ("ssim", "SSIM (luminance)"))):
+        panels = (("psnr", "PSNR (dB)"), ("dssim", "1 - SSIM (luminance; log, up is better)"))
+        for col, (metric, name) in enumerate(panels):
             ax = axes[row][col]
             for denoise in (True, False):
                 line = [s for s in summary if s["resolution"] == res and s["denoise"] == denoise]
@@ -313,7 +317,10 @@ def figure(summary: list[dict], found: dict, path: Path, title: str) -> Path:
             ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else ""))
             ax.set_xlabel("CPU seconds per image (log)")
             ax.set_ylabel(name)
-            ax.set_title(f"{res} px: {name.split(' ')[0]} against the reference")
+            if metric == "dssim":
+                ax.set_yscale("log")
+                ax.invert_yaxis()
+            ax.set_title(f"{res} px: {'PSNR' if metric == 'psnr' else 'SSIM'} against the reference")
             ax.grid(True, which="both", alpha=0.3)
             if col == 1:
                 handles = [legend_entry(color=colours[True], marker="o", lw=2.2),
