@@ -87,11 +87,8 @@ def apply_preset(scene, preset: str, device: str = "cpu", samples: int | None = 
     elif preset in ("cycles", "high"):
         scene.render.engine = "CYCLES"
         c = scene.cycles
-        c.samples = samples or (24 if preset == "cycles" else 128)
-        c.use_adaptive_sampling = True
-        c.adaptive_threshold = 0.02 if preset == "cycles" else 0.005
-        c.use_denoising = True
-        c.denoiser = "OPENIMAGEDENOISE"
+        set_sampling(scene, samples or (24 if preset == "cycles" else 128),
+                     adaptive_threshold=0.02 if preset == "cycles" else 0.005)
         c.max_bounces = 4 if preset == "cycles" else 8
         c.diffuse_bounces, c.glossy_bounces, c.transmission_bounces = 2, 2, 2
         c.use_light_tree = False
@@ -103,6 +100,18 @@ def apply_preset(scene, preset: str, device: str = "cpu", samples: int | None = 
         scene.eevee.taa_render_samples = samples or 32
     else:
         raise ValueError(f"unknown preset {preset}")
+
+
+def set_sampling(scene, samples: int, denoise: bool = True, adaptive_threshold: float | None = 0.02) -> None:
+    """Cycles' samples per pixel, OpenImageDenoise on or off, and adaptive sampling (None: off,
+    every pixel takes every sample, as a reference render does)."""
+    c = scene.cycles
+    c.samples = samples
+    c.use_adaptive_sampling = adaptive_threshold is not None
+    if adaptive_threshold is not None:
+        c.adaptive_threshold = adaptive_threshold
+    c.use_denoising = denoise
+    c.denoiser = "OPENIMAGEDENOISE"
 
 
 def enable_gpu(kind: str) -> int:

@@ -104,16 +104,24 @@ def serve(conn, cfg: dict) -> None:
             break
 
 
-def _render_job(job, record, scene, id_scene, inst, root, work, done) -> dict:
+def stage_record(scene, inst, record: dict) -> list:
+    """Set the base scene to one record (camera, lights, world, floor) and add its objects;
+    returns the live objects (inst.clear() takes them away again)."""
     from comco.scenes.floors import set_floor
-    from comco.scenes.measure import measure, save_mask
-    from comco.scenes.stage import render_to, set_camera, set_lights, set_world
+    from comco.scenes.stage import set_camera, set_lights, set_world
 
     set_camera(scene, record["camera"])
     set_lights(scene, record["lights"])
     set_world(scene, record.get("world"))
     set_floor(scene, record.get("floor"))
-    live = [inst.add(o, i) for i, o in enumerate(record["objects"])]
+    return [inst.add(o, i) for i, o in enumerate(record["objects"])]
+
+
+def _render_job(job, record, scene, id_scene, inst, root, work, done) -> dict:
+    from comco.scenes.measure import measure, save_mask
+    from comco.scenes.stage import render_to
+
+    live = stage_record(scene, inst, record)
     final = os.path.join(root, record["image"])
     # The image counts only once it is measured (and its mask written): until then it is a
     # temporary file beside the final one, which a killed run's successor sweeps away.
