@@ -246,29 +246,9 @@ def diagnose(e: dict, records: list[dict], rows: list[dict], test_scene: np.ndar
            "majority": float(np.mean(majority))}
     yield "unimodal", uni
 
-    def fit(rows_, **kw):
-        t0 = time.perf_counter()
-        opts = {**LAB_MAP, "steps": map_steps, "seed": seed, "scale": e["scale"], **kw}
-        apply = train_map(image, text, negative, image_of, rows_, **opts)
-        return {"train": binding_of_map(apply, image, text, negative, image_of, train_rows),
-                "test": binding_of_map(apply, image, text, negative, image_of, test_rows),
-                "seconds": round(time.perf_counter() - t0, 1), **{k: v for k, v in kw.items()}}
-
-    yield "map: the lab's", fit(train_rows)
-    yield "map: more steps", fit(train_rows, steps=long_steps)
-    yield "map: no hard negatives", fit(train_rows, steps=long_steps, negatives="none")
-    yield "map: hard negatives only", fit(train_rows, steps=long_steps, negatives="only")
-    yield "map: residual MLP", fit(train_rows, steps=long_steps, kind="mlp")
-    rng = np.random.default_rng(seed)
-    for share in (0.25, 0.5):
-        sub = np.sort(rng.choice(train_rows, int(share * len(train_rows)), replace=False))
-        yield f"map: {share:g} of the rows", fit(sub, steps=long_steps)
-    if len(extra_rows):
-        yield "map: with the extra data", fit(np.concatenate([train_rows, extra_rows]), steps=long_steps)
-
     vocabulary = {p: k for k, p in enumerate(sorted({p for row in rows for p in row["pairs"] + row["swap_pairs"]}))}
     good, swap = codes([r["pairs"] for r in rows], vocabulary), codes([r["swap_pairs"] for r in rows], vocabulary)
-    fit_rows = np.concatenate([train_rows, extra_rows])
+    fit_rows = train_rows  # as the lab's map: the extra data is a map variant below
     img_rows = image[image_of]
     yield "oracle: pair probe on images", {
         "train": binding_of_scores(pair_scores(img_rows[fit_rows], good[fit_rows], img_rows[train_rows]),
@@ -294,14 +274,35 @@ def diagnose(e: dict, records: list[dict], rows: list[dict], test_scene: np.ndar
     perm = np.random.default_rng(seed).permutation(len(rows))
     yield "geometry", {"caption_vs_swap": cos(text, negative), "caption_vs_random_caption": cos(text, text[perm])}
 
+    def fit(rows_, **kw):
+        t0 = time.perf_counter()
+        opts = {**LAB_MAP, "steps": map_steps, "seed": seed, "scale": e["scale"], **kw}
+        apply = train_map(image, text, negative, image_of, rows_, **opts)
+        return {"train": binding_of_map(apply, image, text, negative, image_of, train_rows),
+                "test": binding_of_map(apply, image, text, negative, image_of, test_rows),
+                "seconds": round(time.perf_counter() - t0, 1), **{k: v for k, v in kw.items()}}
 
-def train_base(data: Path, out: Path, steps: int, seed: int) -> Path:
-    """A colour base with the small scale's scratch settings (recipes/order-bias.toml)."""
+    yield "map: the lab's", fit(train_rows)
+    yield "map: more steps", fit(train_rows, steps=long_steps)
+    yield "map: no hard negatives", fit(train_rows, steps=long_steps, negatives="none")
+    yield "map: hard negatives only", fit(train_rows, steps=long_steps, negatives="only")
+    yield "map: residual MLP", fit(train_rows, steps=long_steps, kind="mlp")
+    rng = np.random.default_rng(seed)
+    for share in (0.25, 0.5):
+        sub = np.sort(rng.choice(train_rows, int(share * len(train_rows)), replace=False))
+        yield f"map: {share:g} of the rows", fit(sub, steps=long_steps)
+    if len(extra_rows):
+        yield "map: with the extra data", fit(np.concatenate([train_rows, extra_rows]), steps=long_steps)
+
+
+def train_base(data: Path, out: Path, steps: int, seed: int, snapshots: int = 0) -> Path:
+    """A colour base with the small scale's scratch settings (recipes/order-bias.toml);
+    `snapshots` > 0 also saves the weights at that many steps along the run."""
     from comco.train import make_config, run_training
 
     options = {"captions": ["attributes"], "resolution": 64, "patch_size": 8, "context_length": 32,
                "vision_width": 128, "text_width": 128, "embed_dim": 128, "vision_layers": 2, "text_layers": 2,
-               "vision_tower": "conv"}
+               "vision_tower": "conv", **({"checkpoints": snapshots} if snapshots else {})}
     cfg = make_config("scratch", data=str(data), out=str(out), seed=seed, steps=steps, batch_size=64, lr=2e-3,
                       warmup=50, weight_decay=0.1, device="cpu", workers=0, quiet=True,
                       checkpoint_every=10 ** 9, options=options)
@@ -315,6 +316,8 @@ def main() -> None:
     ap.add_argument("--train-base", type=Path, help="train a base here on this colour dataset instead")
     ap.add_argument("--base-steps", type=int, default=600)
     ap.add_argument("--base-out", type=Path, help="keep the trained base here (default: a temporary folder)")
+    ap.add_argument("--base-snapshots", type=int, default=0,
+                    help="with --train-base: save N snapshots along the run and diagnose each trained one too")
     ap.add_argument("--data", type=Path, required=True, help="the map's colour dataset (render-colors-SET/data)")
     ap.add_argument("--extra-data", type=Path, help="more colour scenes for the map's training rows only")
     ap.add_argument("--map-steps", type=int, default=LAB_MAP["steps"])
@@ -331,12 +334,17 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
-        base = args.base
-        if base is None:
+        bases = [("given", args.base)]
+        if args.base is None:
+            from comco.train.snapshots import list_snapshots
+
             t0 = time.perf_counter()
-            base = train_base(args.train_base, args.base_out or Path(tmp), args.base_steps, args.seed)
-            print(json.dumps({"base_trained": str(base), "steps": args.base_steps,
+            out = args.base_out or Path(tmp)
+            final = train_base(args.train_base, out, args.base_steps, args.seed, args.base_snapshots)
+            print(json.dumps({"base_trained": str(final), "steps": args.base_steps,
                               "seconds": round(time.perf_counter() - t0, 1)}), flush=True)
+            bases = [(args.base_steps, final)] + [
+                (step, path) for step, path in list_snapshots(out) if 0 < step < args.base_steps]
         records = list(Dataset(args.data).records())
         test = held_out(records)
         extra = list(Dataset(args.extra_data).records()) if args.extra_data else []
@@ -346,13 +354,15 @@ def main() -> None:
         recs = records + extra
         rows = binding_rows(recs)
         images = [args.data / r["image"] for r in records] + [args.extra_data / r["image"] for r in extra]
-        t0 = time.perf_counter()
-        e = embed(base, recs, images, rows)
-        print(json.dumps({"embedded_seconds": round(time.perf_counter() - t0, 1)}), flush=True)
-        for name, figures in diagnose(e, recs, rows, np.concatenate([test, np.zeros(len(extra), bool)]),
-                                      n_extra=len(extra), map_steps=args.map_steps, long_steps=args.long_steps,
-                                      seed=args.seed):
-            print(json.dumps({"measurement": name, **figures}), flush=True)
+        for base_step, base in bases:
+            t0 = time.perf_counter()
+            e = embed(base, recs, images, rows)
+            print(json.dumps({"base_step": base_step, "embedded_seconds": round(time.perf_counter() - t0, 1)}),
+                  flush=True)
+            for name, figures in diagnose(e, recs, rows, np.concatenate([test, np.zeros(len(extra), bool)]),
+                                          n_extra=len(extra), map_steps=args.map_steps,
+                                          long_steps=args.long_steps, seed=args.seed):
+                print(json.dumps({"base_step": base_step, "measurement": name, **figures}), flush=True)
 
 
 if __name__ == "__main__":
