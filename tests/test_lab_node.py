@@ -200,7 +200,8 @@ def test_the_node_executor_starts_a_group_on_k_gpus_and_the_next_waits(tmp_path,
 
     monkeypatch.setattr(node.subprocess, "Popen", FakePopen)
     ex = node.NodeExecutor(tmp_path, [Device(i, 80) for i in range(4)], cores=16, jobs=8, train_gpus=2)
-    calls = [StageCall(f"t{i}", "scratch", train(f"t{i}").config, {}, str(tmp_path / f"t{i}"), 1, "h") for i in range(3)]
+    calls = [StageCall(f"t{i}", "scratch", train(f"t{i}").config, {}, str(tmp_path / f"t{i}"), 1, "h")
+             for i in range(3)]
     calls.append(StageCall("p", "probe", {"device": "auto"}, {}, str(tmp_path / "p"), 1, "h"))
     ex.start(calls)
     assert seen["t0"][0] == "0,1" and seen["t1"][0] == "2,3" and "--nproc-per-node=2" in seen["t0"][1]
@@ -216,10 +217,12 @@ def test_the_node_executor_starts_a_group_on_k_gpus_and_the_next_waits(tmp_path,
 
 
 @pytest.mark.torch
+@pytest.mark.slow  # three torch processes and two short trainings: 4 min on the loaded 2-core machine
 def test_a_two_process_ddp_training_through_the_node_executor_matches_one_process(tmp_path):
     """The real launch on the CPU: torchrun starts two workers that join a gloo group (the fake
     GPUs are not CUDA devices, so "auto" resolves to the CPU) and train the stage as one
-    process with the whole batch does."""
+    process with the whole batch does. Fast companions: the launch command and the
+    placement tests above."""
     pytest.importorskip("torch")
     import torch
     from support.train import make_dataset

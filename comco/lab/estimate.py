@@ -231,13 +231,14 @@ def plan_lines(recipe, executor: str, gpus: int | None) -> list[str]:
     from comco.lab.executors.slurm_request import describe, request
     from comco.lab.graph import build_stages
 
-    stages = build_stages(recipe)
-    seconds = estimate_seconds(stages, recipe.settings)
     node = executor not in ("slurm", "slurm-local")
     group = recipe.settings["run"]["node"].get("train_gpus", 1) if node else 1
     if gpus is None:
         gpus = group
-    check_train_gpus(recipe.settings, gpus if node else group, f"--gpus {gpus}")
+    if node:
+        check_train_gpus(recipe.settings, gpus, f"--gpus {gpus}")
+    stages = build_stages(recipe)
+    seconds = estimate_seconds(stages, recipe.settings)
     asks, need = {}, {}
     for st in stages:
         in_driver = st.kind in ("captions", "report") or bool(st.config.get("shards"))  # Executor.runs_inline
