@@ -7,9 +7,10 @@ training takes k whole devices and runs as k DDP processes under torchrun. A CPU
 (device "cpu", or a machine without GPUs) runs on the cores the GPU stages leave (one core
 feeds each GPU process). What a stage prints goes to OUT/stages/<id>/logs/node.log.
 
-A stage that needs whole devices and finds too few empty reserves the devices it waits
-for: no other stage is placed on them until they drain and it starts, so a DDP group is
-never starved by single stages that keep arriving (they go on the other devices).
+The first stage that needs whole devices and finds too few empty reserves the devices it
+waits for: no other stage is placed on them until they drain and it starts, so a DDP group
+is never starved by single stages that keep arriving (they go on the other devices). One
+reservation at a time: the next stage to wait reserves when this one has started.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class Placement:
         self.holders = {d.index: 0 for d in devices}
         self.exclusive: set[int] = set()
         self.used_cores = 0
-        self.reserved: dict[str, tuple[int, ...]] = {}  # a waiting whole-device stage -> the devices it holds back
+        self.reserved: dict[str, tuple[int, ...]] = {}  # the waiting whole-device stage -> the devices it holds back
         self._held: dict[str, tuple[tuple[int, ...], Request]] = {}
 
     def place(self, sid: str, req: Request) -> tuple[int, ...] | None:
@@ -142,20 +143,19 @@ class Placement:
         return (min(fits, key=lambda d: (self.holders[d.index], self.used_memory[d.index], d.index)).index,)
 
     def _whole(self, sid: str, req: Request) -> tuple[int, ...] | None:
-        """`req.gpus` empty devices; when too few are empty, the ones it waits for are reserved
-        (the least loaded, kept until it starts), so the stages that keep arriving cannot take
-        them as they drain."""
+        """`req.gpus` empty devices. When too few are empty, the first stage to wait so reserves
+        the ones it waits for (the least loaded, kept until it starts), so the stages that keep
+        arriving cannot take them as they drain; one reservation at a time, so the stages that
+        wait start in the order they began to wait."""
         barred = self._held_back(sid)
         mine = self.reserved.get(sid, ())
         empty = [d.index for d in self.devices if self.holders[d.index] == 0 and d.index not in barred]
         if len(empty) >= req.gpus:
             self.reserved.pop(sid, None)
             return tuple(sorted(empty, key=lambda i: (i not in mine, i))[:req.gpus])  # its own first
-        if not mine:
-            free = [d for d in self.devices if d.index not in barred]
-            if len(free) >= req.gpus:
-                best = sorted(free, key=lambda d: (self.holders[d.index], self.used_memory[d.index], d.index))
-                self.reserved[sid] = tuple(sorted(d.index for d in best[:req.gpus]))
+        if not self.reserved:
+            best = sorted(self.devices, key=lambda d: (self.holders[d.index], self.used_memory[d.index], d.index))
+            self.reserved[sid] = tuple(sorted(d.index for d in best[:req.gpus]))
         return None
 
     def release(self, sid: str) -> None:
