@@ -138,3 +138,39 @@ def test_the_partitions_sinfo_lists_pass_the_check(tmp_path, monkeypatch):
         check_partitions(settings)
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no sinfo: sbatch has the last word
     check_partitions(settings)
+
+
+def with_run_node(k) -> str:
+    return with_run_slurm(f"\n[run.node]\ntrain_gpus = {k}\n")
+
+
+def test_train_gpus_is_checked_with_the_recipe():
+    with pytest.raises(UserError, match=r"^recipe key 'run.node.train_gpus' = 0: expected 1\.\.64$"):
+        parse_recipe(with_run_node(0), "smoke")
+    with pytest.raises(UserError, match=r"unknown recipe key 'run.node.gpus'"):
+        parse_recipe(with_run_slurm("\n[run.node]\ngpus = 2\n"), "smoke")
+    # each training's batch splits over the group: smoke's scratch 16 not into 3, its fine-tunes' 8 not into 16
+    with pytest.raises(UserError, match=r"'run.node.train_gpus' = 3: scratch.batch_size 16 does not split into 3"):
+        parse_recipe(with_run_node(3), "smoke")
+    with pytest.raises(UserError, match=r"'run.node.train_gpus' = 16: finetune.batch_size 8 does not split"):
+        parse_recipe(with_run_node(16), "smoke")
+    assert parse_recipe(with_run_node(2), "smoke").settings["run"]["node"] == {"train_gpus": 2}
+    assert parse_recipe(with_run_slurm(""), "smoke").settings["run"]["node"] == {}  # optional: one GPU each
+
+
+def test_train_gpus_above_the_gpus_of_the_node_is_one_line_before_anything_runs(tmp_path):
+    from support.labrun import fake_gpus
+
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(with_run_node(4), encoding="utf-8")
+    env = fake_gpus(tmp_path / "bin", 2)
+    line = one_line(lab(str(recipe), "--scale", "smoke", "--out", str(tmp_path / "out"), "--executor", "node",
+                        env=env))
+    assert "recipe key 'run.node.train_gpus' = 4: this run has 2 GPU(s) (nvidia-smi)" in line, line
+    line = one_line(lab(str(recipe), "--scale", "smoke", "--out", str(tmp_path / "out"),
+                        "--executor", "node", "--gpus", "1", env=fake_gpus(tmp_path / "bin", 8)))
+    assert "'run.node.train_gpus' = 4" in line and "(--gpus 1)" in line
+    assert not (tmp_path / "out").exists()
+    # the dry run plans on the GPUs it is given: fewer than a group is the same line
+    line = one_line(lab(str(recipe), "--scale", "full", "--dry-run", "--executor", "node", "--gpus", "2"))
+    assert "'run.node.train_gpus' = 4" in line and "(--gpus 2)" in line

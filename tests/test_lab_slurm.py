@@ -260,3 +260,44 @@ def test_comco_render_with_shards_is_an_array_and_a_merge_job_that_waits_for_it(
     assert r.returncode == 0, r.stderr[-2000:]
     assert (out / "scenes.jsonl").read_bytes() == (one / "scenes.jsonl").read_bytes()
     assert (out / "singles" / "singles.jsonl").read_bytes() == (one / "singles" / "singles.jsonl").read_bytes()
+
+
+def test_a_sigkilled_slurm_local_driver_leaves_its_jobs_to_the_next_driver_which_adopts_them(
+        recipe, local_run, tmp_path):
+    """submitit's local jobs outlive a driver killed with SIGKILL (it cannot cancel them); the next
+    driver watches them to their end instead of starting their stages again beside them."""
+    pytest.importorskip("submitit")
+    from comco.lab.executors.slurm import LocalController, _alive
+
+    env = {**os.environ, "COMCO_SLURM_POLL_S": "0.5"}
+    out = tmp_path / "run"
+    renders = ("render-train-simco", "render-test-simco")
+    first = subprocess.Popen([sys.executable, "-m", "comco.cli", "lab", "run", str(recipe), "--out", str(out),
+                              "--scale", "smoke", "--quiet", "--executor", "slurm-local"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    controllers: dict[str, str] = {}
+    try:
+        until(lambda: (out / "jobs.json").is_file() and all(
+            (out / "stages" / s / "logs" / "running.json").is_file() for s in renders), "both render jobs to run")
+        controllers = {s: jobs(out)[s]["jobs"][0] for s in renders}
+        data = out / "stages" / "render-train-simco" / "data"
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=60)
+        assert _alive(int(controllers["render-train-simco"]))  # its job runs on without a driver
+        before = journaled(data)
+        lab(recipe, out, "--executor", "slurm-local", env=env)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        for job in controllers.values():  # a failed test leaves no job running
+            found = LocalController.find(job, out / "slurm" / "%j")
+            if found is not None:
+                found.send_signal(signal.SIGTERM)
+    for stage in renders:
+        assert jobs(out)[stage]["jobs"] == [controllers[stage]]  # adopted, not submitted again
+        assert len(attempts(out, stage)) == 1  # each stage started once: never twice at a time
+    assert not any(_alive(int(job)) for job in controllers.values())
+    after = journaled(data)
+    assert all(after[image] == stat for image, stat in before.items())  # nothing rendered again
+    assert stage_hashes(out) == stage_hashes(local_run)
+    same_data(out, local_run)

@@ -181,10 +181,14 @@ def dry_run_lines(recipe, jobs: int | None = None) -> list[str]:
     return lines
 
 
-def schedule_gpus(stages: list, seconds: dict[str, float], gpus: int, on_gpu: dict[str, bool]) -> float:
-    """Wall seconds as the driver runs the graph with one stage per GPU at a time on `gpus`
-    GPUs: whenever a GPU is free, the ready stage with the longest chain of dependants
-    (comco.lab.run.chain_depths, ties in graph order) starts on it; CPU stages start when ready."""
+def schedule_gpus(stages: list, seconds: dict[str, float], gpus: int, need: dict[str, int]) -> float:
+    """Wall seconds as the driver runs the graph on `gpus` GPUs, one stage per GPU at a time:
+    whenever GPUs are free, the ready stages start, longest chain of dependants first
+    (comco.lab.run.chain_depths, ties in graph order); CPU stages start when ready. A stage that
+    needs k GPUs (a DDP group: `need`) is placed as the node executor places it (its Placement,
+    reservations included: a waiting group holds back the GPUs it waits for) and takes 1/k of
+    its one-GPU seconds (ideal scaling, assumed)."""
+    from comco.lab.executors.node import Device, Placement, Request
     from comco.lab.run import chain_depths
 
     depth = chain_depths(stages)
@@ -196,18 +200,22 @@ def schedule_gpus(stages: list, seconds: dict[str, float], gpus: int, on_gpu: di
             users[d].append(st.id)
     ready = [sid for sid, deps in waiting.items() if not deps]
     running: list[tuple[float, int, str]] = []  # (end, graph order, id)
-    now, free, end = 0.0, max(1, gpus), 0.0
+    # every GPU stage takes whole GPUs here (the estimate's one stage per GPU); cores are not counted
+    placement = Placement([Device(i, 0.0) for i in range(max(1, gpus))], cores=0)
+    now, end = 0.0, 0.0
     while ready or running:
         ready.sort(key=lambda sid: (-depth[sid], order[sid]))
         for sid in list(ready):
-            if on_gpu[sid] and free == 0:
+            k = need[sid]
+            if placement.place(sid, Request(k, k > 0, 0.0, 0)) is None:
                 continue
             ready.remove(sid)
-            free -= on_gpu[sid]
-            heapq.heappush(running, (now + seconds[sid], order[sid], sid))
+            heapq.heappush(running, (now + seconds[sid] / max(1, k), order[sid], sid))
+        if not running:
+            raise ValueError("a stage needs more GPUs than the plan has")
         now, _, sid = heapq.heappop(running)
         end = max(end, now)
-        free += on_gpu[sid]
+        placement.release(sid)
         for user in users[sid]:
             waiting[user].discard(sid)
             if not waiting[user]:
@@ -217,43 +225,56 @@ def schedule_gpus(stages: list, seconds: dict[str, float], gpus: int, on_gpu: di
 
 def plan_lines(recipe, executor: str, gpus: int | None) -> list[str]:
     """`--dry-run --executor slurm|node [--gpus N]`: each stage's request, then the critical
-    path: the wall time on N GPUs against one (one stage per GPU at a time)."""
-    from comco.lab.executors.node import stage_request
+    path: the wall time on N GPUs against one (one stage per GPU at a time; under node a
+    training of [run.node] train_gpus = k on k GPUs)."""
+    from comco.lab.executors.node import check_train_gpus, stage_request
     from comco.lab.executors.slurm_request import describe, request
     from comco.lab.graph import build_stages
 
+    node = executor not in ("slurm", "slurm-local")
+    group = recipe.settings["run"]["node"].get("train_gpus", 1) if node else 1
+    if gpus is None:
+        gpus = group
+    if node:
+        check_train_gpus(recipe.settings, gpus, f"--gpus {gpus}")
     stages = build_stages(recipe)
     seconds = estimate_seconds(stages, recipe.settings)
-    gpus = gpus or 1
-    asks, on_gpu = {}, {}
+    asks, need = {}, {}
     for st in stages:
         in_driver = st.kind in ("captions", "report") or bool(st.config.get("shards"))  # Executor.runs_inline
-        if executor in ("slurm", "slurm-local"):
+        if not node:
             req = request(recipe.settings, st.kind)
-            on_gpu[st.id] = not in_driver and req["gpus"] > 0
+            need[st.id] = int(not in_driver and req["gpus"] > 0)
             asks[st.id] = "driver (in process)" if in_driver else describe(req)
         else:
             from comco.lab.executors.base import StageCall
 
             if in_driver:
-                on_gpu[st.id], asks[st.id] = False, "driver (in process)"
+                need[st.id], asks[st.id] = 0, "driver (in process)"
                 continue
-            r = stage_request(StageCall(st.id, st.kind, st.config, {}, "", 1, st.hash), True)
-            on_gpu[st.id] = r.gpu
-            asks[st.id] = ("a whole GPU" if r.exclusive else f"a GPU share, ~{r.memory_gib:.1f} GiB") if r.gpu \
-                else f"CPU, {r.cores} core(s)"
+            r = stage_request(StageCall(st.id, st.kind, st.config, {}, "", 1, st.hash), True, group)
+            need[st.id] = r.gpus
+            if r.gpus > 1:
+                asks[st.id] = f"{r.gpus} whole GPUs (DDP under torchrun), ~{r.memory_gib:.1f} GiB each"
+            elif r.gpu:
+                asks[st.id] = "a whole GPU" if r.exclusive else f"a GPU share, ~{r.memory_gib:.1f} GiB"
+            else:
+                asks[st.id] = f"CPU, {r.cores} core(s)"
     width = max(len(st.id) for st in stages)
     lines = [f"{'stage':<{width}}  {'kind':<9}  {'est. on one GPU':<15}  request ({executor})"]
     for st in stages:
         lines.append(f"{st.id:<{width}}  {st.kind:<9}  {_clock(seconds[st.id]):<15}  {asks[st.id]}")
-    one = schedule_gpus(stages, seconds, 1, on_gpu)
-    many = schedule_gpus(stages, seconds, gpus, on_gpu)
-    path = schedule_gpus(stages, seconds, len(stages), on_gpu)
+    one = schedule_gpus(stages, seconds, 1, {sid: min(1, k) for sid, k in need.items()})  # a group of one
+    many = schedule_gpus(stages, seconds, gpus, need)
+    path = schedule_gpus(stages, seconds, len(stages) * max(1, group), need)
     lines.append(f"{len(stages)} stages of recipe '{recipe.name}' at scale '{recipe.scale}': "
                  f"{_clock(many)} on {gpus} GPU(s) against {_clock(one)} on one ({one / max(many, 1e-9):.1f}x); "
                  f"critical path {_clock(path)} (as many GPUs as stages)")
     lines.append(MEASURED)
     lines.append(ASSUMPTIONS)
+    if group > 1:
+        lines.append(f"assumed: a training on {group} GPUs (run.node.train_gpus) takes 1/{group} of its one-GPU time "
+                     "(ideal DDP scaling, not measured)")
     return lines
 
 

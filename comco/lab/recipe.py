@@ -212,6 +212,21 @@ def _slurm_table(path, v):
     return out
 
 
+# [run.node]: the node executor's requests. train_gpus: the GPUs of one training (scratch and
+# fine-tune stages) as one DDP group under torchrun; 1 (the default) shares a GPU by memory.
+NODE_TABLE = {"train_gpus": _int(1, 64)}
+NODE_TRAIN_KINDS = ("scratch", "finetune")
+
+
+def _node_table(path, v):
+    if not isinstance(v, dict):
+        _fail(path, v, "expected a table ([run.node])")
+    for key in v:
+        if key not in NODE_TABLE:
+            raise UserError(f"unknown recipe key '{path}.{key}'; known: {', '.join(NODE_TABLE)}")
+    return {k: NODE_TABLE[k](f"{path}.{k}", x) for k, x in v.items()}
+
+
 def _shard_images(path, v):
     """Images per shard stage of a large render (comco.lab.shards); left out: one stage per render."""
     if v is None:
@@ -223,7 +238,7 @@ def _shard_images(path, v):
 
 
 # keys a recipe may leave out (every other key is required), with the value they take
-OPTIONAL = {"run": {"executor": "local", "slurm": {}}, "render": {"shard_images": None}}
+OPTIONAL = {"run": {"executor": "local", "slurm": {}, "node": {}}, "render": {"shard_images": None}}
 
 SCHEMA: dict[str, dict[str, Callable]] = {
     # the planning options keyed in a section (layout, large_slot, ... in [data]) come with their
@@ -255,7 +270,7 @@ SCHEMA: dict[str, dict[str, Callable]] = {
                 "lr": _float(0.0, 1.0, open_lo=True), "base_images": _int(4, MAX_IMAGES),
                 "base_steps": _int(1, MAX_STEPS)},
     "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES),
-            "executor": _choice(EXECUTORS), "slurm": _slurm_table},
+            "executor": _choice(EXECUTORS), "slurm": _slurm_table, "node": _node_table},
     # competence gates: the least value of each figure a model must reach on the held-out
     # test set before any of its numbers enters a fit, a comparison or a paragraph
     "gates": {"set_r1": _float(0.0, 1.0), "swap_largest": _float(0.0, 1.0), "swap_small": _float(0.0, 1.0),
@@ -498,6 +513,7 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
         raise UserError(f"recipe key 'stages' = {stages}: the report reports what 'probe' or 'labclip' measured; "
                         "add one of them (with the stages they need)")
     _check_sizes(s, stages)
+    _check_train_gpus(s, stages)
     seeds = s["scratch"]["seeds"]
     if "probe" in stages and len(seeds) < s["gates"]["min_passing"]:
         raise UserError(f"recipe key 'scratch.seeds' = {seeds}: {len(seeds)} seed(s) per p cannot give "
@@ -525,6 +541,16 @@ def _check_consistency(s: dict, stages: list[str]) -> None:
     if missing:
         raise UserError(f"recipe template '{missing[0]}' (scratch.captions / probe.tor_templates) is not "
                         f"rendered; add it to data.captions")
+
+
+def _check_train_gpus(s: dict, stages: list[str]) -> None:
+    """run.node.train_gpus splits each training's batch over its processes: it must divide it
+    (the machine's GPU count is checked when the node executor starts, comco.lab.executors.node)."""
+    k = s["run"]["node"].get("train_gpus", 1)
+    for kind in NODE_TRAIN_KINDS:
+        if kind in stages and s[kind]["batch_size"] % k:
+            raise UserError(f"recipe key 'run.node.train_gpus' = {k}: {kind}.batch_size {s[kind]['batch_size']} "
+                            f"does not split into {k} processes; use a divisor of it")
 
 
 def _check_sizes(s: dict, stages: list[str]) -> None:

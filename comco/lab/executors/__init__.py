@@ -32,7 +32,8 @@ def make_executor(name: str, *, out: Path, settings: dict, jobs: int, gpus: int 
     if name == "node":
         from comco.lab.executors.node import NodeExecutor, node_devices
 
-        return NodeExecutor(out, node_devices(gpus, settings), os.cpu_count() or 1, jobs)
+        return NodeExecutor(out, node_devices(gpus, settings), os.cpu_count() or 1, jobs,
+                            settings["run"]["node"].get("train_gpus", 1))
     require_submitit(cluster=name == "slurm")
     if name == "slurm":
         check_partitions(settings)

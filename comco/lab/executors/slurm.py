@@ -9,9 +9,9 @@ A batch of ready stages of one kind goes out as one job array. Resources come fr
 recipe's [run.slurm] table, replaced per kind by [run.slurm.KIND]. A job that is preempted
 or reaches its time limit is checkpointed and requeued by submitit (StageJob is
 Checkpointable), and the stage resumes from its own journal or checkpoint. A driver that
-starts on a folder with live jobs re-attaches to them: a stage with a running or finished
-job is never submitted again; one whose job vanished (killed, node lost) is submitted
-again up to `retries` times.
+starts on a folder with live jobs re-attaches to them (under slurm-local: the local jobs a
+killed driver left running): a stage with a running or finished job is never submitted
+again; one whose job vanished (killed, node lost) is submitted again up to `retries` times.
 """
 
 from __future__ import annotations
@@ -50,6 +50,54 @@ class StageJob(submitit.helpers.Checkpointable):
             f.write(json.dumps({"job_id": env.job_id, "node": socket.gethostname(), "time": time.time(),
                                 "restart": int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)}) + "\n")
         return run_call(self.call)
+
+
+class LocalController:
+    """The controller of a submitit local job that an earlier driver started (not a child of
+    this one: watched through /proc), with what LocalJob asks of a Popen (poll, send_signal)."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    @classmethod
+    def find(cls, job_id: str, folder: Path) -> "LocalController | None":
+        """The live controller of this job: pid `job_id`, running submitit.local._local on this
+        run's job folder (a pid reused by another process is not it)."""
+        if not job_id.isdigit():
+            return None
+        try:
+            args = Path(f"/proc/{job_id}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            cwd = os.readlink(f"/proc/{job_id}/cwd")
+        except OSError:
+            return None
+        if "submitit.local._local" not in args or len(args) < 2:
+            return None
+        given = [a for a in args if a][-1]
+        if os.path.realpath(os.path.join(cwd, given)) != os.path.realpath(folder):
+            return None
+        controller = cls(int(job_id))
+        return controller if controller.poll() is None else None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and not _alive(self.pid):
+            self.returncode = 0  # not ours to reap: how it ended is in its result pickle
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    """A process that runs (a zombie, its parent gone, has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def sbatch_parameters(req: dict, name: str) -> dict:
@@ -102,7 +150,12 @@ class SlurmExecutor(Executor):
         folder = self.out / JOB_FOLDER / "%j"
         if self.cluster == "slurm":
             return submitit.SlurmJob(folder=folder, job_id=job_id)
-        return None  # a local job is a child of the driver that started it: it ended with it
+        # a local job is a controller process (its pid the job id) that outlives a SIGKILLed
+        # driver, its task still running the stage: watch it to its end rather than start the
+        # stage again beside it; gone, its result pickle (or its absence) tells how it ended
+        from submitit.local.local import LocalJob
+
+        return LocalJob(folder=folder, job_id=job_id, process=LocalController.find(job_id, folder))
 
     # ------------------------------------------------------------ the interface
 
@@ -134,8 +187,6 @@ class SlurmExecutor(Executor):
         if entry.get("collected"):
             return None  # a driver took its end (a result, then the stage.json was removed; or a failure): redo it
         job = self._job(entry["jobs"][-1])
-        if job is None:
-            return None
         if job.paths.result_pickle.exists() or not job.done(force_check=True):
             return job  # finished while no driver watched, or still queued / running: adopt it
         return None  # it ended without a result (killed, lost): submit the stage again
@@ -214,7 +265,8 @@ class SlurmExecutor(Executor):
     def abort(self) -> None:
         # a failed or interrupted driver leaves SLURM jobs queued and running: the next
         # driver re-attaches to them; submitit's local jobs are cancelled here, on an error or
-        # Ctrl-C. A SIGKILLed slurm-local driver cannot do this and leaves them running (a known gap)
+        # Ctrl-C. A SIGKILLed slurm-local driver cannot: its jobs run on, and the next driver
+        # adopts them (LocalController) as it re-attaches to SLURM jobs
         if self.cluster != "slurm":
             for _, job in self._jobs.values():
                 job.cancel(check=False)
