@@ -69,6 +69,7 @@ class Layout:
     lines: list[list[list[str]]]
     tops: list[int]
     size: tuple[int, int]
+    title_lines: tuple[str, ...] = ()
 
     def box(self, r: int, c: int) -> tuple[int, int, int, int]:
         """The image of row r, column c: (x0, y0, x1, y1)."""
@@ -87,15 +88,17 @@ def layout(rows: list[list[Tile]], *, tile: int | None = None, font_px: int | No
     px = font_px or max(11, width // 9 - 3)
     fnt, line_h = font(px), px + 3
     lines = [[[w for line in t.lines for w in wrap(line, fnt, width - 2 * PAD)] for t in row] for row in rows]
-    head = line_h + 8 if title else 0
+    columns = max(len(row) for row in rows)
+    sheet_w = columns * width + (columns - 1) * gap
+    # a title wider than the sheet wraps (a one-line title keeps the head it always had)
+    title_lines = tuple(wrap(title, fnt, sheet_w - 2 * PAD - 4)) if title else ()
+    head = line_h * len(title_lines) + 8 if title else 0
     tops, y = [], head
     for row in lines:
         tops.append(y)
         n = max((len(x) for x in row), default=0)
         y += height + (line_h * n + 2 if n else 0) + gap
-    columns = max(len(row) for row in rows)
-    return Layout(width, height, fnt, line_h, head, gap, lines, tops,
-                  (columns * width + (columns - 1) * gap, y - gap))
+    return Layout(width, height, fnt, line_h, head, gap, lines, tops, (sheet_w, y - gap), title_lines)
 
 
 def draw_grid(rows: list[list[Tile]], *, tile: int | None = None, font_px: int | None = None, title: str = "",
@@ -106,15 +109,15 @@ def draw_grid(rows: list[list[Tile]], *, tile: int | None = None, font_px: int |
         rows: the tiles, row by row (rows may differ in length; the sheet is as wide as the longest).
         tile: cell width in pixels (default: the first image's own width).
         font_px: label text size (default: a ninth of the cell width less 3, at least 11).
-        title: one line above the grid ("" for none).
+        title: the text above the grid ("" for none), wrapped to the sheet's width.
         resample: "nearest" or "bicubic", for images not already at the cell size.
         gap: white pixels between cells."""
     how = resample_of(resample)
     g = layout(rows, tile=tile, font_px=font_px, title=title, gap=gap)
     sheet = Image.new("RGB", g.size, "white")
     draw = ImageDraw.Draw(sheet)
-    if title:
-        draw.text((PAD + 2, 4), title, fill="black", font=g.font)
+    for k, line in enumerate(g.title_lines):
+        draw.text((PAD + 2, 4 + k * g.line_h), line, fill="black", font=g.font)
     for r, row in enumerate(rows):
         for c, t in enumerate(row):
             x, y, _, _ = g.box(r, c)

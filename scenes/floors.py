@@ -13,6 +13,10 @@ from comco.scenes.materials import srgb_to_linear
 
 PREFIX = "comco-floor-"
 DARKER = 0.5  # a pattern's second colour: the drawn one at this brightness (a floor of one hue)
+# wood and noise blend the two colours over a ramp: darker still, and the noise's values (which
+# crowd around 0.5) stretched over the ramp, so that at 128 px neither reads as a plain floor
+RAMP_DARKER = 0.3
+RAMP_ENDS = {"wood": (0.15, 0.85), "noise": (0.38, 0.62)}
 
 
 def _linear(rgb, k: float = 1.0) -> tuple[float, float, float, float]:
@@ -45,17 +49,18 @@ def _build(name: str) -> bpy.types.Material:
     else:  # wood (bands of a wave) or noise (a mottled stone): a ramp between the two colours
         if name == "wood":
             tex = nodes.new("ShaderNodeTexWave")
-            tex.inputs["Scale"].default_value = 0.6
-            tex.inputs["Distortion"].default_value = 6.0
-            tex.inputs["Detail"].default_value = 3.0
+            tex.inputs["Scale"].default_value = 0.25  # bands a board wide: finer ones blur to one tone
+            tex.inputs["Distortion"].default_value = 4.0
+            tex.inputs["Detail"].default_value = 2.0
             fac = tex.outputs["Fac"]
         else:
             tex = nodes.new("ShaderNodeTexNoise")
-            tex.inputs["Scale"].default_value = 0.8
-            tex.inputs["Detail"].default_value = 6.0
+            tex.inputs["Scale"].default_value = 0.5  # blotches of about two units
+            tex.inputs["Detail"].default_value = 3.0
             fac = tex.outputs["Fac"]
         ramp = nodes.new("ShaderNodeValToRGB")
         ramp.name = "ramp"
+        ramp.color_ramp.elements[0].position, ramp.color_ramp.elements[1].position = RAMP_ENDS[name]
         links.new(fac, ramp.inputs["Fac"])
         out = ramp.outputs["Color"]
     tex.name = "pattern"
@@ -74,7 +79,7 @@ def _paint(mat: bpy.types.Material, floor: dict) -> None:
         tex.inputs["Color2"].default_value = dark if floor["name"] == "checker" else _linear(floor["color"], 0.8)
     else:
         ramp = nodes["ramp"].color_ramp
-        ramp.elements[0].color, ramp.elements[1].color = dark, light
+        ramp.elements[0].color, ramp.elements[1].color = _linear(floor["color"], RAMP_DARKER), light
 
 
 def set_floor(scene, floor: dict | None) -> None:

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from support.planning import RECIPE, assert_refused, plan_records, run
 
 from comco.data import config_hash
 from comco.errors import UserError
@@ -21,19 +19,12 @@ from comco.manifest import load_object_set
 from comco.plan import Camera, PlanConfig, Planner
 from comco.plan.placement import SLOT_UV
 
-COMCO = [sys.executable, "-m", "comco.cli"]
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "order-bias.toml"
 WIDE = {"camera_elevation": "30..60", "camera_azimuth": "-180..180", "camera_lens": "35..70",
         "camera_distance": "10..24"}
 
 
 def records(n: int = 40, **kw) -> list[dict]:
-    cfg = PlanConfig.from_dict({"object_set": "simco", "objects": "2-5", "n": n, "seed": 3, **kw})
-    return list(Planner(cfg, load_object_set("simco")).records())
-
-
-def run(*args):
-    return subprocess.run([*COMCO, *map(str, args)], capture_output=True, text=True)
+    return plan_records(n, objects="2-5", **kw)
 
 
 def test_todays_camera_is_the_default_and_keeps_the_hash():
@@ -112,8 +103,7 @@ def test_the_camera_moves_only_the_camera_and_the_objects_with_it():
     ({"camera_lens": "15..45"}, "--camera-lens: at 40 degrees and 15 mm"),
 ])
 def test_bad_cameras_are_refused_naming_the_option(given, words):
-    with pytest.raises(UserError, match=words):
-        Planner(PlanConfig.from_dict({"object_set": "simco", **given}), load_object_set("simco"))
+    assert_refused(given, words)
 
 
 def test_a_camera_that_cannot_keep_the_objects_in_view_writes_nothing(tmp_path):

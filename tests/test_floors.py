@@ -6,32 +6,18 @@ from __future__ import annotations
 
 import colorsys
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from support.planning import RECIPE, TINY_CYCLES, assert_refused, pixels, render_each, run
+from support.planning import plan_records as records
 
 from comco.data import config_hash
 from comco.errors import UserError
 from comco.lab.graph import build_stages
 from comco.lab.recipe import parse_recipe
-from comco.manifest import load_object_set
-from comco.plan import PlanConfig, Planner
+from comco.plan import PlanConfig
 from comco.plan.floors import FLOORS, PATTERNS, parse_floors
-
-COMCO = [sys.executable, "-m", "comco.cli"]
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "order-bias.toml"
-
-
-def records(**kw) -> list[dict]:
-    cfg = PlanConfig.from_dict({"object_set": "simco", "objects": "2-4", "n": 40, "seed": 3, **kw})
-    return list(Planner(cfg, load_object_set("simco")).records())
-
-
-def run(*args):
-    return subprocess.run([*COMCO, *map(str, args)], capture_output=True, text=True)
 
 
 def test_without_floor_records_carry_no_floor_and_the_hash_is_unchanged():
@@ -72,8 +58,7 @@ def test_the_floor_moves_nothing_else_of_the_scene_nor_the_world():
     ({"floor": "none", "floor_value": "0.5"}, "--floor-value colours a procedural floor"),
 ])
 def test_bad_floors_are_refused_naming_the_option(given, words):
-    with pytest.raises(UserError, match=words):
-        Planner(PlanConfig.from_dict({"object_set": "simco", **given}), load_object_set("simco"))
+    assert_refused(given, words)
 
 
 def test_a_bad_floor_on_the_command_line_is_one_line_and_writes_nothing(tmp_path):
@@ -124,23 +109,15 @@ def test_draft_refuses_a_procedural_floor(tmp_path):
 @pytest.mark.bpy
 def test_a_floor_changes_the_ground_and_plain_images_stay_todays(tmp_path):
     pytest.importorskip("bpy")
-    common = ["--object-set", "simco", "--objects", "2", "--n", "5", "--seed", "3", "--resolution", "48",
-              "--preset", "cycles", "--samples", "4", "--workers", "1", "--quiet"]
-    for name, extra in (("plain", []), ("mixed", ["--floor", "plain,checker,none"])):
-        r = run("render", *common, *extra, "--out", tmp_path / name)
-        assert r.returncode == 0, r.stderr[-2000:]
+    common = ["--object-set", "simco", "--objects", "2", "--n", "5", "--seed", "3", *TINY_CYCLES]
+    render_each(tmp_path, common, {"plain": [], "mixed": ["--floor", "plain,checker,none"]})
     floors = [json.loads(line)["floor"]["name"] for line in (tmp_path / "mixed" / "scenes.jsonl").open()]
     changed = [i for i, f in enumerate(floors) if f != "plain"]
     after = [i for i, f in enumerate(floors) if f == "plain" and any(j < i for j in changed)]
     assert changed and after, floors  # seed 3: a plain floor after another one (one worker, in order)
-
-    def pixels(name, i):
-        from PIL import Image
-
-        return np.asarray(Image.open(tmp_path / name / "images" / f"{i:06d}.png"), dtype=float)
-
+    mixed, plain = tmp_path / "mixed", tmp_path / "plain"
     for i in changed:  # the bottom rows show floor only
-        assert np.abs(pixels("mixed", i)[-6:] - pixels("plain", i)[-6:]).mean() > 5, floors[i]
+        assert np.abs(pixels(mixed, i)[-6:] - pixels(plain, i)[-6:]).mean() > 5, floors[i]
     for i in after:  # the worker put today's floor back
-        assert np.abs(pixels("mixed", i) - pixels("plain", i)).mean() < 0.5
+        assert np.abs(pixels(mixed, i) - pixels(plain, i)).mean() < 0.5
     assert run("validate", tmp_path / "mixed").returncode == 0

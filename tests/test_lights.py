@@ -5,28 +5,18 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from support.planning import TINY_CYCLES, assert_refused, pixels, plan_records, render_each, run
 
 from comco.data import config_hash
-from comco.errors import UserError
-from comco.manifest import load_object_set
-from comco.plan import PlanConfig, Planner
+from comco.plan import PlanConfig
 from comco.plan.lights import kelvin_rgb
-
-COMCO = [sys.executable, "-m", "comco.cli"]
 
 
 def records(**kw) -> list[dict]:
-    cfg = PlanConfig.from_dict({"object_set": "simco", "objects": "2-4", "n": 30, "seed": 3, **kw})
-    return list(Planner(cfg, load_object_set("simco")).records())
-
-
-def run(*args):
-    return subprocess.run([*COMCO, *map(str, args)], capture_output=True, text=True)
+    return plan_records(30, **kw)
 
 
 def test_todays_rig_is_the_default_and_keeps_the_hash():
@@ -79,8 +69,7 @@ def test_each_light_option_changes_only_its_part_of_the_rig():
     ({"light_elevation": "0..30"}, "--light-elevation 0..30: use a range within 5..90"),
 ])
 def test_bad_lights_are_refused_naming_the_option(given, words):
-    with pytest.raises(UserError, match=words):
-        Planner(PlanConfig.from_dict({"object_set": "simco", **given}), load_object_set("simco"))
+    assert_refused(given, words)
 
 
 def test_planned_lights_are_in_dataset_json_and_validate(tmp_path):
@@ -108,16 +97,10 @@ def test_draft_refuses_the_light_options(tmp_path):
 @pytest.mark.bpy
 def test_warm_dim_light_changes_the_image_and_today_stays(tmp_path):
     pytest.importorskip("bpy")
-    common = ["--object-set", "simco", "--objects", "2", "--n", "2", "--seed", "1", "--resolution", "48",
-              "--preset", "cycles", "--samples", "4", "--workers", "1", "--quiet"]
-    for name, extra in (("plain", []), ("warm", ["--light-temperature", "2500", "--light-count", "1"])):
-        r = run("render", *common, *extra, "--out", tmp_path / name)
-        assert r.returncode == 0, r.stderr[-2000:]
-    from PIL import Image
-
+    common = ["--object-set", "simco", "--objects", "2", "--n", "2", "--seed", "1", *TINY_CYCLES]
+    render_each(tmp_path, common, {"plain": [], "warm": ["--light-temperature", "2500", "--light-count", "1"]})
     for i in range(2):
-        a = np.asarray(Image.open(tmp_path / "plain" / "images" / f"{i:06d}.png"), dtype=float)
-        b = np.asarray(Image.open(tmp_path / "warm" / "images" / f"{i:06d}.png"), dtype=float)
+        a, b = pixels(tmp_path / "plain", i), pixels(tmp_path / "warm", i)
         # warmer: red over blue grows; one light: darker
         assert (b[..., 0] - b[..., 2]).mean() > (a[..., 0] - a[..., 2]).mean() + 10
         assert b.mean() < a.mean()

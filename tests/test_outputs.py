@@ -6,36 +6,27 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from support.planning import RECIPE, plan_records, run
 
 from comco.data import config_hash
 from comco.errors import UserError
 from comco.lab.graph import build_stages
 from comco.lab.recipe import parse_recipe
-from comco.manifest import load_object_set
-from comco.plan import Camera, PlanConfig, Planner, camera_frame, occlusion_order
+from comco.plan import Camera, PlanConfig, camera_frame, occlusion_order
 from comco.plan.relations import relations
 from comco.record import RELATIONS, check_record
 
-COMCO = [sys.executable, "-m", "comco.cli"]
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "order-bias.toml"
 INVERSE = {"left of": "right of", "right of": "left of", "above": "below", "below": "above",
            "in front of": "behind", "behind": "in front of"}
 
 
-def run(*args):
-    return subprocess.run([*COMCO, *map(str, args)], capture_output=True, text=True)
-
-
 def records(**kw) -> list[dict]:
-    cfg = PlanConfig.from_dict({"object_set": "simco", "objects": "2-5", "n": 40, "seed": 5, **kw})
-    return list(Planner(cfg, load_object_set("simco")).records())
+    return plan_records(40, seed=5, objects="2-5", **kw)
 
 
 def edges(rec: dict) -> set[tuple[int, str, int]]:

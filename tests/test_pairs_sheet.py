@@ -14,7 +14,7 @@ from support.pairs import FACTORS_BUILT, write_pair_dataset
 from support.probes import make_dataset
 
 from comco.data import Dataset
-from comco.data.sheet import GAP, sheet_rows
+from comco.data.sheet import GAP, sheet_rows, sheet_title
 from comco.io import read_jsonl
 from comco.sheet import Tile, layout
 
@@ -38,9 +38,11 @@ def sheet(capsys, root, out, *args):
 
 def boxes(root, **kw):
     """Where each row's images lie, from the sheet's layout of the same rows and labels."""
-    rows = sheet_rows(Dataset(root), **kw)
+    data = Dataset(root)
+    rows = sheet_rows(data, **kw)
     tiles = [[Tile(Image.new("RGB", (32, 32)), lines) for _, lines in row] for row in rows]
-    g = layout(tiles, tile=TILE, gap=GAP, title="x", font_px=max(11, TILE // 15))
+    title = sheet_title(data, len(rows), (32, 32))  # the builder's 32 px images
+    g = layout(tiles, tile=TILE, gap=GAP, title=title, font_px=max(11, TILE // 15))
     return rows, g
 
 

@@ -3,28 +3,18 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from support.planning import assert_refused, plan_records, run
 
 from comco.data import config_hash
-from comco.errors import UserError
 from comco.manifest import load_object_set
 from comco.plan import PlanConfig, Planner
 from comco.plan.realism import PRESETS
 from comco.plan.surfaces import TEXTURES, parse_textures
 
-COMCO = [sys.executable, "-m", "comco.cli"]
-
 
 def records(**kw) -> list[dict]:
-    cfg = PlanConfig.from_dict({"object_set": "simco", "objects": "2-4", "n": 30, "seed": 3, **kw})
-    return list(Planner(cfg, load_object_set("simco")).records())
-
-
-def run(*args):
-    return subprocess.run([*COMCO, *map(str, args)], capture_output=True, text=True)
+    return plan_records(30, **kw)
 
 
 def test_surfaces_are_drawn_per_object_in_their_ranges_and_move_nothing_else():
@@ -52,8 +42,7 @@ def test_surfaces_are_drawn_per_object_in_their_ranges_and_move_nothing_else():
     ({"realism": "gritty"}, "--realism gritty: use one of plain, studio, varied"),
 ])
 def test_bad_surfaces_and_presets_are_refused_naming_the_option(given, words):
-    with pytest.raises(UserError, match=words):
-        Planner(PlanConfig.from_dict({"object_set": "simco", **given}), load_object_set("simco"))
+    assert_refused(given, words)
 
 
 def test_presets_fill_their_options_and_an_explicit_option_wins():

@@ -5,32 +5,18 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from support.planning import RECIPE, TINY_CYCLES, assert_refused, pixels, render_each, run
+from support.planning import plan_records as records
 
 from comco.data import config_hash
 from comco.errors import UserError
 from comco.lab.graph import build_stages
 from comco.lab.recipe import parse_recipe
-from comco.manifest import load_object_set
-from comco.plan import PlanConfig, Planner
+from comco.plan import PlanConfig
 from comco.plan.worlds import HDRIS, PLAIN, parse_worlds
-
-COMCO = [sys.executable, "-m", "comco.cli"]
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "order-bias.toml"
-
-
-def records(**kw) -> list[dict]:
-    cfg = PlanConfig.from_dict({"object_set": "simco", "objects": "2-4", "n": 40, "seed": 3, **kw})
-    return list(Planner(cfg, load_object_set("simco")).records())
-
-
-def run(*args):
-    return subprocess.run([*COMCO, *map(str, args)], capture_output=True, text=True)
 
 
 def test_without_world_records_carry_no_world_and_the_hash_is_unchanged():
@@ -74,8 +60,7 @@ def test_the_world_moves_nothing_else_of_the_scene():
     ({"world_rotation": "10"}, "add --world"),
 ])
 def test_bad_worlds_are_refused_naming_the_option(given, words):
-    with pytest.raises(UserError, match=words):
-        Planner(PlanConfig.from_dict({"object_set": "simco", **given}), load_object_set("simco"))
+    assert_refused(given, words)
 
 
 def test_a_bad_world_on_the_command_line_is_one_line_and_writes_nothing(tmp_path):
@@ -127,23 +112,15 @@ def test_draft_refuses_a_world(tmp_path):
 @pytest.mark.bpy
 def test_an_hdri_world_lights_the_image_and_plain_images_stay_todays(tmp_path):
     pytest.importorskip("bpy")
-    common = ["--object-set", "simco", "--objects", "2", "--n", "4", "--seed", "1", "--resolution", "48",
-              "--preset", "cycles", "--samples", "4", "--workers", "1", "--quiet"]
-    for name, extra in (("plain", []), ("mixed", ["--world", "plain,night", "--world-strength", "1"])):
-        r = run("render", *common, *extra, "--out", tmp_path / name)
-        assert r.returncode == 0, r.stderr[-2000:]
+    common = ["--object-set", "simco", "--objects", "2", "--n", "4", "--seed", "1", *TINY_CYCLES]
+    render_each(tmp_path, common, {"plain": [], "mixed": ["--world", "plain,night", "--world-strength", "1"]})
     worlds = [json.loads(line)["world"]["name"] for line in (tmp_path / "mixed" / "scenes.jsonl").open()]
     night = [i for i, w in enumerate(worlds) if w == "night"]
     after = [i for i, w in enumerate(worlds) if w == PLAIN and any(j < i for j in night)]
     assert night and after, worlds  # seed 1 gives a plain image after a night one (one worker, in order)
-
-    def pixels(name, i):
-        from PIL import Image
-
-        return np.asarray(Image.open(tmp_path / name / "images" / f"{i:06d}.png"), dtype=float)
-
+    mixed, plain = tmp_path / "mixed", tmp_path / "plain"
     for i in night:  # the night sky lights the scene otherwise than the plain backdrop
-        assert np.abs(pixels("mixed", i) - pixels("plain", i)).mean() > 5
+        assert np.abs(pixels(mixed, i) - pixels(plain, i)).mean() > 5
     for i in after:  # the worker went back to the plain backdrop
-        assert np.abs(pixels("mixed", i) - pixels("plain", i)).mean() < 0.5
+        assert np.abs(pixels(mixed, i) - pixels(plain, i)).mean() < 0.5
     assert run("validate", tmp_path / "mixed").returncode == 0

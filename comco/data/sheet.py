@@ -67,6 +67,13 @@ def sheet_rows(data: Dataset, *, limit: int, factors: tuple[str, ...] = ()) -> l
             for base, ps in groups]
 
 
+def sheet_title(data: Dataset, groups: int, size: tuple[int, int]) -> str:
+    """The line above the sheet (wrapped by comco.sheet where the sheet is narrower)."""
+    w, h = size
+    return (f"{data.root.name} ({data.info.get('object_set', '?')}, {w} x {h} px renders): {groups} pair groups "
+            f"(base, then one variant per factor)")
+
+
 def check_sheet_out(out: Path) -> None:
     """--out is a PNG file in a writable folder; an existing file is replaced only when it is a sheet
     this command wrote (its PNG text says so), never another file the user keeps there."""
@@ -118,10 +125,8 @@ def pair_sheet(dataset: str | Path, out: str | Path, *, limit: int = 8, factors:
         raise UserError(f"{root}: {len(absent)} of the sheet's images are not rendered (first: "
                         f"{absent[0].relative_to(root)}); render the dataset with `comco render` first")
     tiles = [[Tile(_open(p, root), lines) for p, lines in row] for row in rows]
-    w, h = tiles[0][0].image.size
-    title = (f"{root.name} ({data.info.get('object_set', '?')}, {w} x {h} px renders): {len(rows)} pair groups "
-             f"(base, then one variant per factor)")
-    grid = {"tile": tile, "gap": GAP, "title": title, "font_px": max(11, tile // 15)}
+    grid = {"tile": tile, "gap": GAP, "title": sheet_title(data, len(rows), tiles[0][0].image.size),
+            "font_px": max(11, tile // 15)}
     try:
         save_png(draw_grid(tiles, resample=resample, **grid), out, {SOFTWARE_KEY: SOFTWARE})
     except OSError as exc:
