@@ -142,8 +142,9 @@ def main() -> None:
             diff = paired(per, whole)
             if count:  # counts are not shares: no clipping to [0, 1]
                 diff = summarize([a - b for a, b in zip(per, whole)], None)
-            line = (f"| {k} | {_cell(summarize(whole, None if count else (0, 1)), count)} | "
-                    f"{'left out' if blind else _cell(summarize(per, None if count else (0, 1)), count)} | "
+            bounds = (0, float("inf")) if count else (0, 1)
+            line = (f"| {k} | {_cell(summarize(whole, bounds), count)} | "
+                    f"{'left out' if blind else _cell(summarize(per, bounds), count)} | "
                     f"{'left out' if blind else _cell(diff, count)} |")
             if untrained:
                 n = re.search(r"(\d) objects", k) if k.startswith("TOR first,") else None
