@@ -29,7 +29,8 @@ RECIPE = ROOT.parent / "recipes" / "order-bias.toml"
 # [id, hash] of every stage per scale, recorded with the code before the keys were typed
 # (with the code digest replaced by "code-<kind>": the test is of the graph, not of the code); the
 # report stages' hashes were taken again when the recipe gained [run] executor, slurm and
-# render.shard_images (the report hashes the whole recipe; no other stage changed)
+# render.shard_images, then [run.node] and the small scale's five seeds (the report hashes the whole
+# recipe; no other stage changed, the seeds only added stages)
 RECORDED = json.loads((ROOT / "data" / "lab-stage-keys.json").read_text(encoding="utf-8"))
 
 
@@ -62,8 +63,8 @@ def test_stages_are_found_by_key_and_by_kind_and_fields():
     assert stages.get(key).id == "probe-scratch-simco-p0.5-s1" and key in stages
     assert stages.get(probe_key(scratch_key("simco", 0.25, 1))) is None  # p = 0.25 is not a small-scale dose
     at_one = stages.find("scratch", role="order", p=1.0)
-    assert [s.id for s in at_one] == ["scratch-simco-p1-s0", "scratch-simco-p1-s1", "scratch-simco-p1-s2"]
-    assert {s.key.seed for s in stages.find("probe", model=None)} == {0, 1, 2}  # the priors
+    assert [s.id for s in at_one] == [f"scratch-simco-p1-s{seed}" for seed in range(5)]
+    assert {s.key.seed for s in stages.find("probe", model=None)} == {0, 1, 2, 3, 4}  # the priors
     # a stage's deps are the ids of other stages' keys
     probe = stages.get(probe_key(finetune_key("simco", "debias", 0)))
     assert probe.deps == {"model": "finetune-simco-debias-s0", "test": "render-test-simco",

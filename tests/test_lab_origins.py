@@ -73,7 +73,7 @@ def test_variants_add_stages_and_change_no_other_hash():
     assert "scratch-simco-simcse-p0.5-s1" in added and "probe-prior-simco-bidirectional-s0" in added
     # the fine-tunes still start from the baseline's models, and only they get the DeBias analyses
     finetunes = graph.build_stages(parse_recipe(with_variants(SIMCSE, "caption_r1 = 0.8\n"), "small"))
-    assert {s.deps["model"] for s in finetunes if s.kind == "finetune"} == {f"scratch-simco-p1-s{i}" for i in range(3)}
+    assert {s.deps["model"] for s in finetunes if s.kind == "finetune"} == {f"scratch-simco-p1-s{i}" for i in range(5)}
     assert not finetunes.get(probe_key(scratch_key("simco", 1.0, 0, "simcse"))).config["analyses"]
     # a changed variant changes its own stages only
     other = hashes(with_variants(BIDIRECTIONAL.replace('"mean"', '"first"') + SIMCSE, "caption_r1 = 0.8\n"))
