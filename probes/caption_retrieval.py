@@ -3,8 +3,11 @@
 
 Each caption of one template is compared with every other caption of the test set; a hit
 is a nearest caption that names exactly the same set of objects (the same scene in another
-mention order, or another scene of the same objects). Chance per caption is the share of
-the other captions that name its set. Captions of a set with no other caption are left out.
+mention order, or another scene of the same objects). A caption is never compared with a
+copy of its own text: where an order bias fixes the first mention, a scene's mention orders
+repeat (at p = 1 a 3-object scene's six orders are two texts), and a copy would be a free
+hit. Chance per caption is the share of the other texts that name its set. Captions of a
+set with no other text are left out.
 """
 
 from __future__ import annotations
@@ -39,12 +42,13 @@ def caption_retrieval(data, embedder, template_name: str = "and", *, n_boot: int
     if len(caps) < 2:
         return accuracy([], chance=None, n_boot=0)
     sim = cosine(embedder.texts(caps), embedder.texts(caps))
-    np.fill_diagonal(sim, -np.inf)  # a caption never retrieves itself
-    same = np.array([[a == b for b in sets] for a in sets])
-    np.fill_diagonal(same, False)
+    copy = np.array([[a == b for b in caps] for a in caps])  # itself and any identical text
+    sim[copy] = -np.inf
+    same = np.array([[a == b for b in sets] for a in sets]) & ~copy
     usable = same.any(1)
     top = sim.argmax(1)
     hits = same[np.arange(len(caps)), top][usable]
-    chance = float(np.mean(same.sum(1)[usable] / (len(caps) - 1))) if usable.any() else None
+    others = (~copy).sum(1)
+    chance = float(np.mean(same.sum(1)[usable] / others[usable])) if usable.any() else None
     return accuracy(hits, [i for i, u in zip(ids, usable, strict=True) if u], chance=chance, n_boot=n_boot,
                     seed=seed)

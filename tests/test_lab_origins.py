@@ -41,7 +41,7 @@ def hashes(source: str, scale: str = "small") -> dict[str, str]:
 def test_each_variant_is_trained_at_every_p_and_seed_beside_the_baseline():
     stages = graph.build_stages(load_recipe(ORIGINS, "small"))
     scratch = {s.id for s in stages if s.kind == "scratch"}
-    assert scratch == {f"scratch-simco-{v}p{p}-s{s}" for v in ("", "bidirectional-", "simcse-")
+    assert scratch == {f"scratch-simco-{v}p{p}-s{s}" for v in ("", "bidirectional-", "simcse-", "paraphrase-")
                        for p in (0, 1) for s in (0, 1, 2)}
     # the same captions for every variant at one p
     for v in (None, "bidirectional", "simcse"):
@@ -49,6 +49,8 @@ def test_each_variant_is_trained_at_every_p_and_seed_beside_the_baseline():
     bi = stages.get(scratch_key("simco", 0.0, 0, "bidirectional")).config
     assert (bi["text_attention"], bi["text_pool"], bi["checkpoints"]) == ("bidirectional", "mean", 8)
     assert stages.get(scratch_key("simco", 0.0, 0, "simcse")).config["objective"] == "simcse"
+    assert stages.get(scratch_key("simco", 0.0, 0, "paraphrase")).config["objective"] == "paraphrase"
+    assert stages.get(probe_key(scratch_key("simco", 1.0, 0, "paraphrase"))).config["text_only"]
     assert "objective" not in stages.get(scratch_key("simco", 0.0, 0)).config  # the baseline keeps its config
     simcse_probe = stages.get(probe_key(scratch_key("simco", 1.0, 0, "simcse"))).config
     assert simcse_probe["text_only"] and simcse_probe["development"]
@@ -117,7 +119,7 @@ def test_a_bad_variant_exits_2_before_the_run_folder_is_claimed(tmp_path):
 def test_the_origins_recipe_is_shipped_and_parses_at_each_of_its_scales():
     for scale in ("smoke", "small"):
         recipe = load_recipe("origins", scale)
-        assert [v["name"] for v in recipe.settings["scratch"]["variants"]] == ["bidirectional", "simcse"]
+        assert [v["name"] for v in recipe.settings["scratch"]["variants"]] == ["bidirectional", "simcse", "paraphrase"]
         assert recipe.settings["scratch"]["checkpoints"] >= 2 and recipe.settings["probe"]["development"]
     small = load_recipe("origins", "small").settings
     assert small["data"]["order_bias"] == [0.0, 1.0] and small["scratch"]["seeds"] == [0, 1, 2]

@@ -62,6 +62,8 @@ def test_a_simcse_recipe_with_its_gate_parses():
     ('objective = "sbert"\n', "", "", "scratch.objective"),
     ('objective = "simcse"\n', "", "", "gates.caption_r1"),
     ('objective = "simcse"\n', "", "caption_r1 = 0.5\n", "scratch.objective"),  # with fine-tunes to run
+    ('objective = "paraphrase"\n', "", "", "gates.caption_r1"),
+    ('objective = "paraphrase"\n', "", "caption_r1 = 0.5\n", "scratch.objective"),
     ("checkpoints = -1\n", "", "", "scratch.checkpoints"),
     ("", "development = true\n", "", "probe.development"),
     ("checkpoints = 0\n", "development = true\n", "", "probe.development"),

@@ -154,6 +154,48 @@ def test_simcse_learns_the_captions_without_images(tiny_dataset, tmp_path, atten
     assert c2c["n"] > 10 and c2c["acc"] > 2 * c2c["chance"], c2c
 
 
+def test_a_paraphrase_pair_is_two_texts_of_one_scene_where_it_has_two():
+    import numpy as np
+
+    from comco.train.paraphrase import pair_captions
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a, b = pair_captions(["x and y", "y and x", "x and y"], rng)
+        assert {a, b} == {"x and y", "y and x"}
+    assert pair_captions(["x"], rng) == ("x", "x")  # one text only: the pair is that text twice
+
+
+def test_the_paraphrase_loss_rewards_the_own_pair_and_masks_copies():
+    from comco.train.paraphrase import paraphrase_loss
+    from comco.train.simcse import add_text_dropout
+
+    model = _tower("causal")
+    add_text_dropout(model)
+    text = _tokens(["cube and ball", "cone and ring", "cube and ball"])
+    pair = _tokens(["ball and cube", "ring and cone", "ball and cube"])
+    loss, info = paraphrase_loss(model, text, pair)
+    assert torch.isfinite(loss) and 0.0 <= info["pair_acc"] <= 1.0
+    loss.backward()  # the two copies mask each other's positive: the loss stays finite and trains
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+def test_paraphrase_training_learns_the_sets_without_images(tiny_dataset, tmp_path):
+    from comco.models import load_model
+    from comco.probes import Embedder, caption_retrieval, open_dataset
+
+    options = {**TINY, "captions": ["and"], "objective": "paraphrase"}
+    cfg = make_config("scratch", data=str(tiny_dataset), out=str(tmp_path), steps=40, batch_size=12, lr=1e-3,
+                      warmup=5, device="cpu", quiet=True, options=options)
+    run_training(cfg)
+    assert not (tmp_path / "cache").exists()  # no image was decoded
+    losses = [m["loss"] for m in _metrics(tmp_path)]
+    assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:5]) / 5, losses
+    emb = Embedder(load_model(f"ckpt:{tmp_path / 'model.pt'}"), cache_dir=None)
+    c2c = caption_retrieval(open_dataset(tiny_dataset), emb, "and", n_boot=0, seed=0)
+    assert c2c["n"] > 10 and c2c["acc"] > 2 * c2c["chance"], c2c
+
+
 def test_caption_retrieval_counts_the_nearest_caption_of_the_same_set():
     from comco.probes.caption_retrieval import caption_retrieval
 
@@ -175,6 +217,32 @@ def test_caption_retrieval_counts_the_nearest_caption_of_the_same_set():
     # a b -> b a, b a -> a b, c d -> a b (a miss), d c -> c d; e (no other caption of its set) left out
     assert res["n"] == 4 and res["acc"] == pytest.approx(3 / 4)
     assert res["chance"] == pytest.approx(1 / 4)
+
+
+def test_caption_retrieval_never_counts_a_copy_of_the_same_text():
+    """At p = 1 a scene's mention orders repeat; a copy of the query's own text is not a hit."""
+    from comco.probes.caption_retrieval import caption_retrieval
+
+    class Data:
+        records = [{"id": "0", "objects": [{"name": n} for n in "abc"],
+                    "captions": {"and": ["a b c", "a b c", "a c b"]}},
+                   {"id": "1", "objects": [{"name": n} for n in "ade"], "captions": {"and": ["a d e"]}}]
+
+    class Emb:  # "a b c" is nearer "a d e" (same first word) than its own other order "a c b"
+        vectors = {"a b c": [1, 0, 0], "a c b": [0.6, 0.8, 0], "a d e": [0.9, 0, 0.43]}
+
+        def texts(self, texts):
+            import numpy as np
+
+            v = np.array([self.vectors[t] for t in texts], float)
+            return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    res = caption_retrieval(Data(), Emb(), "and", n_boot=0, seed=0)
+    # both copies of "a b c" retrieve "a d e" (a miss, the copy is masked); "a c b" retrieves
+    # "a b c" (a hit); "a d e" has no other caption of its set
+    assert res["n"] == 3 and res["acc"] == pytest.approx(1 / 3)
+    # chance: "a b c" has 1 set-mate ("a c b") among its 2 other texts; "a c b" 2 among 3
+    assert res["chance"] == pytest.approx((1 / 2 + 1 / 2 + 2 / 3) / 3)
 
 
 # ---------------------------------------------------------------- snapshots
@@ -227,3 +295,13 @@ def test_a_development_point_reads_the_biases_and_the_gates(tiny_dataset, tmp_pa
     point = development_point(open_dataset(tiny_dataset), Embedder(load_model(f"ckpt:{path}"), cache_dir=None))
     assert {"TOR first, 2 objects", "TOR first, 3 objects", "set R@1", "presence TOR"} <= set(point)
     assert all(0 <= v <= 1 for k, v in point.items() if v == v), point  # NaN only where no query qualifies
+    data = open_dataset(tiny_dataset)
+    if data.singles:  # the IOR share the half-rise steps read: the largest's share of the present-object hits
+        from comco.probes.ior import ior
+
+        emb = Embedder(load_model(f"ckpt:{path}"), cache_dir=None)
+        for g in ior(data, emb, n_boot=0, seed=0)[0]:
+            hits = [m["acc"] for m in g["metrics"]["unconditional"]]
+            want = hits[0] / sum(hits) if sum(hits) else float("nan")
+            got = point[f"IOR largest of hits, {g['n_objects']} objects"]
+            assert got == pytest.approx(want, nan_ok=True)

@@ -7,8 +7,9 @@ of the ~8 M parameters are the 49408-token embedding table, which costs little.
 
 Three options make the origins of the text-side bias lab variables: `text_attention`
 ("causal", open_clip's; "bidirectional" with `text_pool` "mean" or "first", see
-comco.models.text_towers), `objective` ("clip", the contrastive image-text loss; "simcse",
-the text tower alone on the same captions, see comco.train.simcse) and `checkpoints`
+comco.models.text_towers), `objective` ("clip", the contrastive image-text loss; "simcse"
+and "paraphrase", the text tower alone on the same captions, see comco.train.simcse and
+comco.train.paraphrase) and `checkpoints`
 (N > 0: the weights at step 0 and at N steps spread over the run, see comco.train.snapshots).
 """
 
@@ -25,8 +26,10 @@ from comco.train.config import TrainConfig
 from comco.train.data import TrainData
 from comco.train.images import OPENAI_MEAN, OPENAI_STD, CachedImages, MicroBatches, iterate
 from comco.train.losses import contrastive_loss
+from comco.train.objectives import OBJECTIVES, is_text_only
+from comco.train.paraphrase import pair_captions, paraphrase_loss
 from comco.train.samplers import sample_rng
-from comco.train.simcse import OBJECTIVES, add_text_dropout, simcse_loss
+from comco.train.simcse import add_text_dropout, simcse_loss
 from comco.train.task import decay_groups
 
 SCRATCH_NAME = "comco-scratch"
@@ -129,7 +132,7 @@ class ScratchTask:
         self.objective = cfg.options.get("objective", "clip")
         if self.objective not in OBJECTIVES:
             raise UserError(f"objective '{self.objective}': use one of {', '.join(OBJECTIVES)}")
-        if self.objective == "simcse":
+        if is_text_only(self.objective):
             add_text_dropout(self.module)
             self.images = _no_images  # the captions alone: no image is decoded
             return
@@ -141,13 +144,19 @@ class ScratchTask:
         return len(self.samples)
 
     def texts(self, epoch: int, indices: list[int]) -> dict[str, torch.Tensor]:
-        """One caption per sample, uniform over its templates x mention orders."""
-        captions = []
+        """One caption per sample, uniform over its templates x mention orders (the paraphrase
+        objective: two, see comco.train.paraphrase)."""
+        captions, pairs = [], []
         for i in indices:
             options = self.samples[i].captions
             rng = sample_rng(self.cfg.seed, epoch, i, _SALT_CAPTION)
-            captions.append(options[int(rng.integers(len(options)))])
-        return {"text": self.tokenizer(captions)}
+            if self.objective == "paraphrase":  # the caption and the scene told in another order
+                anchor, pair = pair_captions(options, rng)
+                captions.append(anchor)
+                pairs.append(pair)
+            else:
+                captions.append(options[int(rng.integers(len(options)))])
+        return {"text": self.tokenizer(captions), **({"pair": self.tokenizer(pairs)} if pairs else {})}
 
     def batches(self, plan: Iterable[tuple[int, list[int]]]):
         return iterate(MicroBatches(self.images, self.texts), plan, self.workers())
@@ -164,6 +173,8 @@ class ScratchTask:
     def loss(self, module, batch):
         if self.objective == "simcse":
             return simcse_loss(module, batch.tensors["text"])
+        if self.objective == "paraphrase":
+            return paraphrase_loss(module, batch.tensors["text"], batch.tensors["pair"])
         image, text, scale = clip_features(module, batch.tensors["image"], batch.tensors["text"])
         loss = contrastive_loss(image, text, scale, self.cfg.label_smoothing)
         return loss, {"logit_scale": float(scale.detach())}

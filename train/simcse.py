@@ -19,7 +19,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-OBJECTIVES = ("clip", "simcse")
 TEMPERATURE = 0.05  # SimCSE's
 DROPOUT = 0.1  # SimCSE's (BERT's hidden and attention dropout)
 

@@ -37,6 +37,7 @@ from comco.lab.keys import (
 from comco.lab.plan_keys import plan_settings
 from comco.lab.recipe import TOWER_KEYS, Recipe, variant_settings
 from comco.lab.shards import split_renders
+from comco.train import is_text_only
 
 # The code each kind of stage runs, as whole packages (every .py and .toml under them;
 # "comco" alone means the core modules directly in comco/), so that no module a stage
@@ -313,7 +314,7 @@ class _Parts:
             deep = analyses and variant is None and p == self.ft["order_bias"]
             out.append(self._probe(key, p, deep, self.probe["analyses"] if deep else [],
                                    **({"development": True} if self.probe.get("development") else {}),
-                                   **({"text_only": True} if trained_as.get("objective") == "simcse" else {})))
+                                   **({"text_only": True} if is_text_only(trained_as.get("objective")) else {})))
         return out
 
     def finetunes(self, probes: bool, analyses: bool) -> list[Stage]:

@@ -24,6 +24,7 @@ from comco.lab import plan_keys
 from comco.lab.executors import EXECUTORS
 from comco.manifest import check_file_name
 from comco.record import PRESETS
+from comco.train import OBJECTIVES, is_text_only
 
 SCALES = ("smoke", "small", "medium", "full")
 STAGES = ("render", "captions", "scratch", "probe", "finetune", "analyses", "labclip", "report")
@@ -287,7 +288,7 @@ ORIGINS = {
     "gates": {"caption_r1": None},
 }
 SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional")),
-                          "text_pool": _choice(("mean", "first")), "objective": _choice(("clip", "simcse")),
+                          "text_pool": _choice(("mean", "first")), "objective": _choice(tuple(OBJECTIVES)),
                           "checkpoints": _int(0, 1000)})
 # issue 23's switches, left out alike: probe the trained models on the test scenes in another
 # world (data.shift_world; the models train on the recipe's own world). data.holdout, a
@@ -319,7 +320,7 @@ SCHEMA["scratch"]["variants"] = _scratch_variants
 ORIGINS["scratch"]["variants"] = []
 SCHEMA["probe"]["development"] = _bool()  # probe every saved checkpoint of every scratch model
 SCHEMA["gates"]["caption_r1"] = _float(0.0, 1.0)  # caption-to-caption set R@1 (comco.probes.caption_retrieval)
-# the gates of a text tower trained without images (scratch.objective = "simcse"): its image
+# the gates of a text tower trained without images (scratch.objective "simcse" or "paraphrase"): its image
 # tower is its untrained one, so only the text-side figures can gate it
 TEXT_ONLY_GATES = {"presence_tor": "presence TOR", "caption_r1": "caption R@1"}
 
@@ -492,13 +493,14 @@ def _check_tower(s: dict, sc: dict, where: str, stages: list[str], variant: bool
     if attention == "causal" and pool is not None:
         raise UserError(f"recipe key '{where}.text_pool' = {pool!r}: a causal text tower pools at the "
                         f"end-of-text token; set {where}.text_attention = \"bidirectional\" or drop it")
-    if sc.get("objective", "clip") == "simcse":
+    objective = sc.get("objective", "clip")
+    if is_text_only(objective):
         if optional(s, "gates", "caption_r1") is None:
-            raise UserError(f"recipe key 'gates.caption_r1' is missing: {where}.objective = \"simcse\" trains "
-                            "the text tower alone, gated on presence TOR and caption-to-caption R@1; set it")
+            raise UserError(f"recipe key 'gates.caption_r1' is missing: {where}.objective = \"{objective}\" "
+                            "trains the text tower alone, gated on presence TOR and caption-to-caption R@1; set it")
         # the fine-tunes and LABCLIP start from the recipe's own scratch models, never a variant's
         if not variant and {"finetune", "labclip"} & set(stages):
-            raise UserError("recipe key 'scratch.objective' = 'simcse': its models have no trained image tower "
+            raise UserError(f"recipe key 'scratch.objective' = '{objective}': its models have no trained image tower "
                             "to fine-tune or align; drop the finetune and labclip stages")
 
 

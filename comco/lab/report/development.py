@@ -1,10 +1,11 @@
 """Bias development (issue 26, ComCO Fig. 4c): every gated scratch model probed at the
 snapshots its training saved (comco.probes.development), the untrained point first.
 
-Curves per p: the TOR first mention's share of the hits, the IOR largest object's
-(conditional) share, presence TOR / IOR and set R@1 against the training step, one line
-per variant, a band for the 95 % t-interval across seeds. Two questions: which bias
-appears first (each seed's half-rise step: the first snapshot where a figure has made
+Curves per p: the TOR first mention's share of the hits, the IOR largest object's share
+of the hits (the dose-response tables' figures; ComCO's conditional IOR share is kept in
+results.json but is undefined until some image has exactly its objects on top),
+presence TOR / IOR and set R@1 against the training step, one line per variant, a band
+for the 95 % t-interval across seeds. Two questions: which bias appears first (each seed's half-rise step: the first snapshot where a figure has made
 half of its change from the untrained model to the last snapshot), and whether the text
 side moves at all at the lowest p (the last snapshot against the untrained one, paired by
 seed, and its largest excursion).
@@ -20,7 +21,7 @@ from comco.lab.keys import probe_key, scratch_key
 from comco.lab.report.context import SetContext
 from comco.lab.report.origins import BASELINE, describe, text_only, variants
 from comco.lab.report.stats import pct, signed, summarize
-from comco.lab.report.verdict import judge_paired
+from comco.lab.report.verdict import CANNOT, Judgement, judge_paired
 
 STEPS_WIDE = 1e9  # step differences: width never makes a verdict "too wide" (the wording rule is for shares)
 
@@ -28,7 +29,7 @@ STEPS_WIDE = 1e9  # step differences: width never makes a verdict "too wide" (th
 def figures_of(n: int) -> dict[str, str]:
     """panel title -> the development point's figure name (comco.probes.development)."""
     return {f"TOR: the first mention's share of hits ({n} objects)": f"TOR first of hits, {n} objects",
-            f"IOR: the largest object's share ({n} objects, conditional)": f"IOR largest, {n} objects",
+            f"IOR: the largest object's share of hits ({n} objects)": f"IOR largest of hits, {n} objects",
             "presence TOR": "presence TOR", "presence IOR": "presence IOR", "set R@1": "set R@1"}
 
 
@@ -87,10 +88,12 @@ def development_sections(c: SetContext, passing: set, counts: list[int]) -> dict
     c.doc.p("Every gated scratch model saved its untrained weights and snapshots spread over its training "
             f"(scratch.checkpoints = {c.s['scratch'].get('checkpoints', 0)}); each was probed on the held-out "
             "order-balanced test set (point estimates; the band is the 95 % t-interval across the seeds that passed "
-            "their gates at the end). The first point of every curve is the untrained model. The IOR share here is "
-            "ComCO's conditional one (among images whose top-n single renders are exactly their n objects), so its "
-            "level differs from the dose-response tables'. A model trained on the captions alone has no image "
-            "figures.")
+            "their gates at the end). The first point of every curve is the untrained model. Both shares are the "
+            "dose-response tables' (the first mention's, the largest object's share of the queries whose top-1 is "
+            "one of their own objects): ComCO's conditional IOR share (among images whose top-n single renders are "
+            "exactly their n objects) is kept in results.json, but it is undefined until some image has exactly its "
+            "objects on top and rests on a handful of images after, too few to date a rise. A model trained on the "
+            "captions alone has no image figures.")
     numbers: dict = {"figures": {}, "questions": {}}
     for p in c.ps:
         path = _plot(c, names, data, p, n)
@@ -105,7 +108,7 @@ def development_sections(c: SetContext, passing: set, counts: list[int]) -> dict
 
 def _questions(c: SetContext, data: dict, n: int) -> dict:
     out = {}
-    tor, ior = f"TOR first of hits, {n} objects", f"IOR largest, {n} objects"
+    tor, ior = f"TOR first of hits, {n} objects", f"IOR largest of hits, {n} objects"
     p_hi, p_lo = c.ps[-1], c.ps[0]
     base = data[BASELINE, p_hi]
     rows = []
@@ -123,6 +126,11 @@ def _questions(c: SetContext, data: dict, n: int) -> dict:
         a = [None if s is None else float(s) for s in onsets[p_hi, tor]]
         b = [None if s is None else float(s) for s in onsets[p_hi, ior]]
         j = judge_paired(a, b, c.seeds, need=c.need, wide=STEPS_WIDE)
+        dated = sum(x is not None and y is not None for x, y in zip(a, b))
+        if dated < c.need:  # say why: a model that passed but whose figure never rose has no step
+            gated = sum(s in base for s in c.seeds)
+            j = Judgement(CANNOT, j.way, j.estimate, f"{dated} of {gated} gated seed(s) have a half-rise step for "
+                          f"both figures, fewer than {c.need} (a figure that does not rise has none)")
         c.find(f"At p = {p_hi:g}, does the image side's size bias appear before the text side's first-mention bias "
                f"(TOR half-rise step - IOR half-rise step, paired by seed, {n} objects)?",
                signed(_scaled(j.estimate), " steps"), j)

@@ -15,6 +15,8 @@ from comco.lab.report.dose import _per_p, judge_prior, judge_slope, per_seed, pr
 from comco.lab.report.figures import findings_plot
 from comco.lab.report.stats import ORD, pct, signed, slope, summarize
 from comco.lab.report.verdict import UP, judge_paired
+from comco.train import OBJECTIVES
+from comco.train import is_text_only as objective_is_text_only
 
 CAPTION_R1 = "caption R@1"  # the text-only models' own gate figure (comco.probes.caption_retrieval)
 BASELINE = None  # the recipe's own scratch models, as a variant name
@@ -38,7 +40,7 @@ def settings_of(c: SetContext, name: str | None) -> dict:
 
 
 def text_only(c: SetContext, name: str | None) -> bool:
-    return settings_of(c, name).get("objective", "clip") == "simcse"
+    return objective_is_text_only(settings_of(c, name).get("objective"))
 
 
 def is_text_only(c: SetContext, key: StageKey) -> bool:
@@ -55,7 +57,7 @@ def text_only_thresholds(gates: dict) -> dict:
 def describe(c: SetContext, name: str | None) -> str:
     """A variant's name with its text tower and objective ("baseline (causal, contrastive)")."""
     st = settings_of(c, name)
-    objective = "SimCSE, text only" if st.get("objective") == "simcse" else "contrastive"
+    objective = OBJECTIVES[st.get("objective") or "clip"]
     tower = st.get("text_attention", "causal")
     if tower == "bidirectional":
         tower += f", {st.get('text_pool')} pooling"
@@ -89,9 +91,10 @@ def variant_gate_note(c: SetContext, passing: set) -> None:
     text = f"The variants' scratch models ({counts}) are gated like the baseline's."
     if any(text_only(c, v["name"]) for v in variants(c)):
         t = text_only_thresholds(c.s["gates"])
-        text += (" Those trained on the captions alone (SimCSE) have an untrained image tower, so only their "
+        text += (" Those trained on the captions alone (SimCSE, paraphrase pairs) have an untrained image tower, "
+                 "so only their "
                  f"text-side figures gate them: presence TOR >= {100 * t['presence TOR']:g} % and caption R@1 "
-                 f"(caption-to-caption set R@1: the nearest other caption names the same objects) >= "
+                 f"(caption-to-caption set R@1: the nearest other caption text names the same objects) >= "
                  f"{100 * t[CAPTION_R1]:g} %; their image figures are shown but not gated.")
     c.doc.p(text)
 
@@ -124,7 +127,8 @@ def origins_sections(c: SetContext, passing: set, counts: list[int]) -> dict:
     c.doc.p("The recipe's own scratch models (the baseline) and each of its variants were trained at every p and "
             "seed on the same renders and captions; each row below is one variant at one p (means over the seeds "
             "that passed their gates, 95 % t-intervals across seeds). A model trained on the captions alone "
-            "(SimCSE) has an untrained image tower: it is gated on presence TOR and caption-to-caption R@1 only, "
+            "(SimCSE, paraphrase pairs) has an untrained image tower: it is gated on presence TOR and "
+            "caption-to-caption R@1 only, "
             "and its image-side figures are not shown. Each distinct text tower's untrained prior is a row of its "
             "own; the published rows are ComCO's text-encoder comparison on its own data (72 COCO objects), a "
             "reference for the direction, not a measurement of this lab.")
