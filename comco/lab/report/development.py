@@ -5,10 +5,11 @@ Curves per p: the TOR first mention's share of the hits, the IOR largest object'
 of the hits (the dose-response tables' figures; ComCO's conditional IOR share is kept in
 results.json but is undefined until some image has exactly its objects on top),
 presence TOR / IOR and set R@1 against the training step, one line per variant, a band
-for the 95 % t-interval across seeds. Two questions: which bias appears first (each seed's half-rise step: the first snapshot where a figure has made
-half of its change from the untrained model to the last snapshot), and whether the text
-side moves at all at the lowest p (the last snapshot against the untrained one, paired by
-seed, and its largest excursion).
+for the 95 % t-interval across seeds. Two questions: which bias appears first (each
+seed's half-rise step: the first snapshot where a figure has made half of its change from
+the untrained model to the last snapshot), and whether the text side moves at all at the
+lowest p (the last snapshot against the untrained one, paired by seed, and its largest
+excursion).
 """
 
 from __future__ import annotations
