@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import tempfile
 from pathlib import Path
 
 FIGURES = ("TOR first, 3 objects", "TOR first, 4 objects", "TOR first of hits, 3 objects",
@@ -50,9 +51,12 @@ def _probe(test, model_path: Path, template, names, forms, modifiers) -> dict:
     from comco.probes import Embedder
     from comco.probes.aggregate import PerObjectTexts
 
-    emb = Embedder(load_model(f"ckpt:{model_path}", None, "cpu"), cache_dir=None, batch_size=256)
-    return {"whole": _figures(test, emb, template),
-            "per-object": _figures(test, PerObjectTexts(emb, names, forms, modifiers), template)}
+    # a throw-away embedding cache: development_point, tor_dataset and half_truth embed the
+    # same captions, renders and names, each once instead of up to three times
+    with tempfile.TemporaryDirectory(prefix="comco-mitigation-") as cache:
+        emb = Embedder(load_model(f"ckpt:{model_path}", None, "cpu"), cache_dir=Path(cache), batch_size=256)
+        return {"whole": _figures(test, emb, template),
+                "per-object": _figures(test, PerObjectTexts(emb, names, forms, modifiers), template)}
 
 
 def _models(run: Path, object_set: str) -> list[dict]:
