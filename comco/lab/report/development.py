@@ -29,8 +29,8 @@ STEPS_WIDE = 1e9  # step differences: width never makes a verdict "too wide" (th
 
 def figures_of(n: int) -> dict[str, str]:
     """panel title -> the development point's figure name (comco.probes.development)."""
-    return {f"TOR: the first mention's share of hits ({n} objects)": f"TOR first of hits, {n} objects",
-            f"IOR: the largest object's share of hits ({n} objects)": f"IOR largest of hits, {n} objects",
+    return {f"TOR: first mention's share of hits, {n} obj.": f"TOR first of hits, {n} objects",
+            f"IOR: largest object's share of hits, {n} obj.": f"IOR largest of hits, {n} objects",
             "presence TOR": "presence TOR", "presence IOR": "presence IOR", "set R@1": "set R@1"}
 
 
