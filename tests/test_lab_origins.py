@@ -47,7 +47,8 @@ def test_each_variant_is_trained_at_every_p_and_seed_beside_the_baseline():
     for v in (None, "bidirectional", "simcse"):
         assert stages.get(scratch_key("simco", 1.0, 2, v)).deps == {"data": "captions-simco-p1"}
     bi = stages.get(scratch_key("simco", 0.0, 0, "bidirectional")).config
-    assert (bi["text_attention"], bi["text_pool"], bi["checkpoints"]) == ("bidirectional", "mean", 8)
+    assert (bi["text_attention"], bi["text_pool"], bi["checkpoints"], bi["checkpoint_spacing"]) == (
+        "bidirectional", "mean", 12, "log")
     assert stages.get(scratch_key("simco", 0.0, 0, "simcse")).config["objective"] == "simcse"
     assert stages.get(scratch_key("simco", 0.0, 0, "paraphrase")).config["objective"] == "paraphrase"
     assert stages.get(probe_key(scratch_key("simco", 1.0, 0, "paraphrase"))).config["text_only"]
@@ -124,6 +125,7 @@ def test_the_origins_recipe_is_shipped_and_parses_at_each_of_its_scales():
     small = load_recipe("origins", "small").settings
     assert small["data"]["order_bias"] == [0.0, 1.0] and small["scratch"]["seeds"] == [0, 1, 2]
     assert small["scratch"]["checkpoints"] >= 8 and small["render"]["resolution"] == 64
+    assert small["scratch"]["checkpoint_spacing"] == "log"  # dense early, where the biases rise
 
 
 def test_the_half_rise_step_is_the_first_snapshot_past_half_the_change():
@@ -151,3 +153,39 @@ def test_the_smoke_run_reports_the_variants_and_the_development(tmp_path):
     assert numbers["origins"]["questions"] and numbers["development"]["questions"]
     dev = numbers["development"]["figures"]["1"]
     assert all(series["set R@1"]["steps"][0] == 0 for series in dev.values())  # the untrained point first
+
+
+def _development_context(seeds=(0, 1, 2)):
+    from comco.lab.report.context import SetContext
+    from comco.report import Doc
+
+    s = {"data": {"order_bias": [0.0, 1.0]}, "scratch": {"seeds": list(seeds), "variants": []},
+         "gates": {"min_passing": 2}}
+    return SetContext(doc=Doc(), run=None, fig=Path("."), oset="simco", s=s)
+
+
+def _curve(tor: list[float], ior: list[float], steps=(0, 10, 20, 40)) -> list[dict]:
+    return [{"step": st, "TOR first of hits, 3 objects": t, "IOR largest of hits, 3 objects": i}
+            for st, t, i in zip(steps, tor, ior)]
+
+
+def test_the_development_questions_date_the_rises_and_say_why_they_cannot():
+    from comco.lab.report.development import _questions
+
+    flat = [0.33, 0.33, 0.33, 0.33]
+    late, early = [0.33, 0.35, 0.40, 0.80], [0.33, 0.60, 0.70, 0.80]  # half-rise at step 40 / step 10
+    # IOR rises at step 10 in every seed, TOR at step 40 (+30 steps, every seed): dated and supported
+    c = _development_context()
+    data = {(None, 1.0): {s: _curve(late, early) for s in (0, 1, 2)},
+            (None, 0.0): {s: _curve(flat, early) for s in (0, 1, 2)}}
+    out = _questions(c, data, 3)
+    dated = out["IOR rises before TOR"]
+    assert dated["estimate"]["mean"] == pytest.approx(30.0) and dated["verdict"] != "cannot answer"
+    assert out["baseline: TOR moves at p = 0"]["estimate"]["mean"] == pytest.approx(0.0)
+    # TOR never rises at p = 1 in two seeds: no step for them, and the reason says so
+    c = _development_context()
+    data[None, 1.0] = {0: _curve(late, early), 1: _curve(flat, early), 2: _curve([0.4, 0.35, 0.3, 0.3], early)}
+    out = _questions(c, data, 3)
+    assert out["IOR rises before TOR"]["verdict"] == "cannot answer"
+    reason = next(f for f in c.findings if "appear before" in f.question).judgement.reason
+    assert "1 of 3 gated seed(s) have a half-rise step" in reason

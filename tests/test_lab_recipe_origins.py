@@ -27,16 +27,16 @@ def with_keys(scratch: str = "", probe: str = "", gates: str = "") -> str:
 def test_left_out_the_keys_change_no_stage():
     stages = build_stages(parse_recipe(with_keys(), "small"))
     scratch = next(s for s in stages if s.kind == "scratch")
-    assert not {"text_attention", "text_pool", "objective", "checkpoints"} & set(scratch.config)
+    assert not {"text_attention", "text_pool", "objective", "checkpoints", "checkpoint_spacing"} & set(scratch.config)
 
 
 def test_the_keys_reach_the_scratch_stages_and_the_priors():
-    source = with_keys('text_attention = "bidirectional"\ntext_pool = "first"\ncheckpoints = 8\n',
-                       "development = true\n")
+    source = with_keys('text_attention = "bidirectional"\ntext_pool = "first"\ncheckpoints = 8\n'
+                       'checkpoint_spacing = "log"\n', "development = true\n")
     stages = build_stages(parse_recipe(source, "small"))
     scratch = next(s for s in stages if s.kind == "scratch" and "colors" not in s.id)
     assert scratch.config["text_attention"] == "bidirectional" and scratch.config["text_pool"] == "first"
-    assert scratch.config["checkpoints"] == 8
+    assert scratch.config["checkpoints"] == 8 and scratch.config["checkpoint_spacing"] == "log"
     prior = next(s for s in stages if s.id.startswith("probe-prior-"))
     assert prior.config["prior"]["text_attention"] == "bidirectional"
     probe = next(s for s in stages if s.id == f"probe-{scratch.id}")
@@ -67,6 +67,8 @@ def test_a_simcse_recipe_with_its_gate_parses():
     ("checkpoints = -1\n", "", "", "scratch.checkpoints"),
     ("", "development = true\n", "", "probe.development"),
     ("checkpoints = 0\n", "development = true\n", "", "probe.development"),
+    ('checkpoints = 8\ncheckpoint_spacing = "linear"\n', "", "", "scratch.checkpoint_spacing"),
+    ('checkpoint_spacing = "log"\n', "", "", "scratch.checkpoint_spacing"),
 ])
 def test_a_bad_origins_key_is_named(scratch, probe, gates, named):
     with pytest.raises(UserError) as err:

@@ -185,6 +185,21 @@ def test_the_paraphrase_loss_rewards_the_own_pair_and_masks_copies():
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
 
 
+def test_the_paraphrase_loss_masks_a_positive_that_copies_the_anchors_own_positive():
+    """Two scenes of one set drawn in the same two orders: their positives are one text, so
+    neither is the other's negative (unmasked, anchor 1's two positives tie and argmax takes 0)."""
+    from comco.train.paraphrase import paraphrase_loss
+    from comco.train.simcse import add_text_dropout
+
+    model = _tower("causal")
+    add_text_dropout(model)
+    model.eval()
+    text = _tokens(["cube and cone", "cube and cone", "ring"])
+    pair = _tokens(["cone and cube", "cone and cube", "ring"])
+    loss, info = paraphrase_loss(model, text, pair)
+    assert torch.isfinite(loss) and info["pair_acc"] == 1.0
+
+
 def test_caption_retrieval_counts_the_nearest_caption_of_the_same_set():
     from comco.probes.caption_retrieval import caption_retrieval
 
@@ -245,6 +260,18 @@ def test_snapshot_steps_start_untrained_and_end_at_the_last_step():
     assert snapshot_steps(3, 8) == [0, 1, 2, 3]
 
 
+def test_log_spaced_snapshots_fall_early_from_a_hundredth_of_the_run():
+    from comco.train.snapshots import snapshot_steps
+
+    steps = snapshot_steps(1000, 12, "log")
+    assert steps == [0, 10, 15, 23, 35, 53, 81, 123, 187, 285, 433, 658, 1000]
+    assert sum(0 < s <= 200 for s in steps) == 8  # 8 inside the first fifth, where the small lab's biases rise
+    assert snapshot_steps(1000, 1, "log") == [0, 1000]
+    assert snapshot_steps(20, 12, "log")[-1] == 20 and len(set(snapshot_steps(20, 12, "log"))) <= 13
+    with pytest.raises(ValueError, match="spacing"):
+        snapshot_steps(1000, 4, "linear")
+
+
 def test_a_run_saves_its_snapshots_and_each_is_the_model_at_that_step(tiny_dataset, tmp_path):
     from comco.models import load_checkpoint, load_model
     from comco.train.snapshots import list_snapshots
@@ -270,9 +297,13 @@ def test_a_run_saves_its_snapshots_and_each_is_the_model_at_that_step(tiny_datas
     for key, value in half.items():
         assert torch.equal(value, at4["state_dict"][key]), key
     assert load_model(f"ckpt:{found[-1][1]}").encode_text(load_model(f"ckpt:{found[-1][1]}").tokenize(["cube"])).shape
-    # a run without the option saves none
+    # a run without the option saves none; log spacing saves the early steps
     run_training(cfg(tmp_path / "none", 3))
     assert list_snapshots(tmp_path / "none") == []
+    run_training(cfg(tmp_path / "log", 8, checkpoints=3, checkpoint_spacing="log"))
+    assert [s for s, _ in list_snapshots(tmp_path / "log")] == [0, 1, 8]
+    with pytest.raises(UserError, match="checkpoint_spacing"):
+        run_training(cfg(tmp_path / "bad", 8, checkpoints=3, checkpoint_spacing="linear"))
 
 
 def test_a_development_point_reads_the_biases_and_the_gates(tiny_dataset, tmp_path):

@@ -5,6 +5,6 @@ from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
     "KINDS": "run", "make_config": "run", "run_training": "run", "kind_defaults": "run",
-    "save_initial": "scratch", "list_snapshots": "snapshots",
+    "save_initial": "scratch", "list_snapshots": "snapshots", "SPACINGS": "snapshots",
     "OBJECTIVES": "objectives", "is_text_only": "objectives",
 })

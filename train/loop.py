@@ -102,7 +102,8 @@ class Trainer:
         self.step = 0
         from comco.train.snapshots import snapshot_steps
 
-        self.snapshot_steps = set(snapshot_steps(self.total_steps, int(cfg.options.get("checkpoints", 0))))
+        self.snapshot_steps = set(snapshot_steps(self.total_steps, int(cfg.options.get("checkpoints", 0)),
+                                                 cfg.options.get("checkpoint_spacing", "even")))
 
     # ---------------------------------------------------------------- state
     def state(self) -> dict:

@@ -46,8 +46,9 @@ def paraphrase_loss(module: nn.Module, text: torch.Tensor, pair: torch.Tensor,
 
     a, b = text_features(module, torch.cat([text, pair])).float().chunk(2)
     logits = scale * (a @ b.T)  # text_features are unit vectors: cosine x scale
-    same = (text.unsqueeze(1) == pair.unsqueeze(0)).all(-1)
-    same.fill_diagonal_(False)  # another pair's positive with the anchor's own text is not a negative
+    # another pair's positive that is the anchor's own text, or its own positive's, is not a negative
+    same = (text.unsqueeze(1) == pair.unsqueeze(0)).all(-1) | (pair.unsqueeze(1) == pair.unsqueeze(0)).all(-1)
+    same.fill_diagonal_(False)
     logits = logits.masked_fill(same, float("-inf"))
     targets = torch.arange(len(text), device=text.device)
     loss = F.cross_entropy(logits, targets)

@@ -9,8 +9,8 @@ Three options make the origins of the text-side bias lab variables: `text_attent
 ("causal", open_clip's; "bidirectional" with `text_pool` "mean" or "first", see
 comco.models.text_towers), `objective` ("clip", the contrastive image-text loss; "simcse"
 and "paraphrase", the text tower alone on the same captions, see comco.train.simcse and
-comco.train.paraphrase) and `checkpoints`
-(N > 0: the weights at step 0 and at N steps spread over the run, see comco.train.snapshots).
+comco.train.paraphrase) and `checkpoints` (N > 0: the weights at step 0 and at N steps over
+the run, spread by `checkpoint_spacing` "even" or "log", see comco.train.snapshots).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from comco.train.objectives import OBJECTIVES, is_text_only
 from comco.train.paraphrase import pair_captions, paraphrase_loss
 from comco.train.samplers import sample_rng
 from comco.train.simcse import add_text_dropout, simcse_loss
+from comco.train.snapshots import SPACINGS
 from comco.train.task import decay_groups
 
 SCRATCH_NAME = "comco-scratch"
@@ -132,6 +133,9 @@ class ScratchTask:
         self.objective = cfg.options.get("objective", "clip")
         if self.objective not in OBJECTIVES:
             raise UserError(f"objective '{self.objective}': use one of {', '.join(OBJECTIVES)}")
+        if cfg.options.get("checkpoint_spacing", "even") not in SPACINGS:
+            raise UserError(f"checkpoint_spacing '{cfg.options['checkpoint_spacing']}': use one of "
+                            f"{', '.join(SPACINGS)}")
         if is_text_only(self.objective):
             add_text_dropout(self.module)
             self.images = _no_images  # the captions alone: no image is decoded

@@ -35,7 +35,7 @@ from comco.lab.keys import (
     stage_folder,
 )
 from comco.lab.plan_keys import plan_settings
-from comco.lab.recipe import TOWER_KEYS, Recipe, variant_settings
+from comco.lab.recipe import TOWER_KEYS, TRAINING_KEYS, Recipe, variant_settings
 from comco.lab.shards import split_renders
 from comco.train import is_text_only
 
@@ -197,7 +197,7 @@ class _Parts:
                            "resolution": render["resolution"]}
         # issue 26's origins keys, only where the recipe sets them (the stage configs stay as they were)
         self.model_size.update({k: sc[k] for k in TOWER_KEYS if k in sc})
-        self.trained_as = {k: sc[k] for k in ("objective", "checkpoints") if k in sc}
+        self.trained_as = {k: sc[k] for k in TRAINING_KEYS if k in sc}
         # the recipe's own scratch models (None, the baseline), then each [[scratch.variants]] entry
         self.variants: dict[str | None, dict] = {None: {}}
         for v in sc.get("variants", []):
@@ -265,7 +265,7 @@ class _Parts:
     def _trained_as(self, variant: str | None) -> dict:
         if variant is None:
             return self.trained_as
-        return {k: v for k, v in self.variants[variant].items() if k in ("objective", "checkpoints")}
+        return {k: v for k, v in self.variants[variant].items() if k in TRAINING_KEYS}
 
     def prior_variant(self, variant: str | None) -> str | None:
         """Whose untrained tower a variant's prior is: its own where its text tower differs

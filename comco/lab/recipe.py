@@ -24,7 +24,7 @@ from comco.lab import plan_keys
 from comco.lab.executors import EXECUTORS
 from comco.manifest import check_file_name
 from comco.record import PRESETS
-from comco.train import OBJECTIVES, is_text_only
+from comco.train import OBJECTIVES, SPACINGS, is_text_only
 
 SCALES = ("smoke", "small", "medium", "full")
 STAGES = ("render", "captions", "scratch", "probe", "finetune", "analyses", "labclip", "report")
@@ -283,13 +283,14 @@ SCHEMA: dict[str, dict[str, Callable]] = {
 # training objective, weights saved along the run). Left out, a stage's configuration and
 # hash are what they were before these keys.
 ORIGINS = {
-    "scratch": {"text_attention": "causal", "text_pool": None, "objective": "clip", "checkpoints": 0},
+    "scratch": {"text_attention": "causal", "text_pool": None, "objective": "clip", "checkpoints": 0,
+                "checkpoint_spacing": "even"},
     "probe": {"development": False},
     "gates": {"caption_r1": None},
 }
 SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional")),
                           "text_pool": _choice(("mean", "first")), "objective": _choice(tuple(OBJECTIVES)),
-                          "checkpoints": _int(0, 1000)})
+                          "checkpoints": _int(0, 1000), "checkpoint_spacing": _choice(SPACINGS)})
 # issue 23's switches, left out alike: probe the trained models on the test scenes in another
 # world (data.shift_world; the models train on the recipe's own world). data.holdout, a
 # planning option, is keyed through plan_keys.
@@ -303,6 +304,7 @@ SCHEMA["data"]["shift_world"] = lambda path, v: _shift_world(path, v)
 SCRATCH_VARIANT = {"name": _name(), "text_attention": SCHEMA["scratch"]["text_attention"],
                    "text_pool": SCHEMA["scratch"]["text_pool"], "objective": SCHEMA["scratch"]["objective"]}
 TOWER_KEYS = ("text_attention", "text_pool")  # a variant that sets one names its whole text tower
+TRAINING_KEYS = ("objective", "checkpoints", "checkpoint_spacing")  # how a scratch model trains, not its size
 
 
 def _scratch_variants(path, v):
@@ -462,6 +464,9 @@ def _check_origins(s: dict, stages: list[str]) -> None:
     if optional(s, "probe", "development") and optional(s, "scratch", "checkpoints") == 0:
         raise UserError("recipe key 'probe.development' = true: the scratch models save no checkpoints to "
                         "probe; set scratch.checkpoints (e.g. 8)")
+    if "checkpoint_spacing" in s["scratch"] and optional(s, "scratch", "checkpoints") == 0:
+        raise UserError("recipe key 'scratch.checkpoint_spacing' is set but scratch.checkpoints is 0: "
+                        "there are no checkpoints to space; set scratch.checkpoints (e.g. 12)")
 
 
 def _check_shift(s: dict) -> None:

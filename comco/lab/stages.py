@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from comco.io import write_json, write_jsonl
+from comco.lab.recipe import TOWER_KEYS, TRAINING_KEYS
 from comco.record import PLACEMENT_FIELDS
 
 DATA = "data"  # a stage's dataset lives in OUT/data
@@ -230,7 +231,7 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
 def _origins(config: dict) -> dict:
     """The scratch options of issue 26's origins keys a stage config carries (text tower,
     objective, saved checkpoints); none when the recipe leaves them out."""
-    return {k: config[k] for k in ("text_attention", "text_pool", "objective", "checkpoints") if k in config}
+    return {k: config[k] for k in (*TOWER_KEYS, *TRAINING_KEYS) if k in config}
 
 
 def finetune(config: dict, deps: dict, out: Path) -> dict:

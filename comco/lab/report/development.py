@@ -86,8 +86,12 @@ def development_sections(c: SetContext, passing: set, counts: list[int]) -> dict
     if not any(data.values()):
         return {}
     c.h(3, "Bias development along training")
-    c.doc.p("Every gated scratch model saved its untrained weights and snapshots spread over its training "
-            f"(scratch.checkpoints = {c.s['scratch'].get('checkpoints', 0)}); each was probed on the held-out "
+    spacing = c.s["scratch"].get("checkpoint_spacing", "even")
+    spread = ("spaced geometrically from a hundredth of the run to its end, so most fall early"
+              if spacing == "log" else "spread evenly over its training")
+    c.doc.p(f"Every gated scratch model saved its untrained weights and snapshots {spread} "
+            f"(scratch.checkpoints = {c.s['scratch'].get('checkpoints', 0)}, checkpoint_spacing = \"{spacing}\"); "
+            "each was probed on the held-out "
             "order-balanced test set (point estimates; the band is the 95 % t-interval across the seeds that passed "
             "their gates at the end). The first point of every curve is the untrained model. Both shares are the "
             "dose-response tables' (the first mention's, the largest object's share of the queries whose top-1 is "
@@ -191,6 +195,10 @@ def _plot(c: SetContext, names: list, data: dict, p: float, n: int):
         if figure.startswith(("TOR first", "IOR largest")):
             ax.axhline(100 / n, color="k", linestyle=":", linewidth=1)
         ax.set_title(title, fontsize=9)
+        if c.s["scratch"].get("checkpoint_spacing") == "log":  # early snapshots readable; 0 stays on the axis
+            first = min((s for name in names for pts in data[name, p].values() for s in (pt["step"] for pt in pts)
+                         if s > 0), default=1)
+            ax.set_xscale("symlog", linthresh=first)
         ax.set_xlabel("training step (0 = untrained)", fontsize=8)
         ax.set_ylabel("%", fontsize=8)
         ax.tick_params(labelsize=7)

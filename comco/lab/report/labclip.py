@@ -90,6 +90,10 @@ def labclip_section(c: SetContext) -> dict:
         text += (" Binding is restored" if restored else " Binding is not restored") + (
             f" (LABCLIP reports {100 * PUBLISHED_LABCLIP_BINDING:.0f} % on CLEVR with ViT-B/32; restored here means "
             f"the interval after the map lies above {100 * RESTORED_BINDING:.0f} %).")
+        if not restored:  # where the ceiling comes from is measured outside the lab run
+            text += (" `benchmarks/labclip.py` measures what holds it (the map's capacity and steps, the hard "
+                     "negatives, each tower's uni-modal probes); the committed small run's diagnosis is "
+                     "`docs/lab-small/LABCLIP.md`.")
     img = series["before LABCLIP"][0]
     if img.get("mean") is not None and chance_img is not None:
         text += (f" Uni-modally, the image probe reads each object's colour at {pct(img)} against a majority-colour "
