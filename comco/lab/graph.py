@@ -35,8 +35,9 @@ from comco.lab.keys import (
     stage_folder,
 )
 from comco.lab.plan_keys import plan_settings
-from comco.lab.recipe import TOWER_KEYS, TRAINING_KEYS, Recipe, variant_settings
+from comco.lab.recipe import Recipe, variant_settings
 from comco.lab.shards import split_renders
+from comco.lab.stages import TOWER_KEYS, TRAINING_KEYS
 from comco.train import is_text_only
 
 # The code each kind of stage runs, as whole packages (every .py and .toml under them;

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from comco.errors import UserError
 from comco.lab import plan_keys
 from comco.lab.executors import EXECUTORS
+from comco.lab.stages import TOWER_KEYS
 from comco.manifest import check_file_name
 from comco.record import PRESETS
 from comco.train import OBJECTIVES, SPACINGS, is_text_only
@@ -303,8 +304,6 @@ SCHEMA["data"]["shift_world"] = lambda path, v: _shift_world(path, v)
 # and captions, so one run compares the text towers and objectives (issue 26)
 SCRATCH_VARIANT = {"name": _name(), "text_attention": SCHEMA["scratch"]["text_attention"],
                    "text_pool": SCHEMA["scratch"]["text_pool"], "objective": SCHEMA["scratch"]["objective"]}
-TOWER_KEYS = ("text_attention", "text_pool")  # a variant that sets one names its whole text tower
-TRAINING_KEYS = ("objective", "checkpoints", "checkpoint_spacing")  # how a scratch model trains, not its size
 
 
 def _scratch_variants(path, v):

@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 from comco.io import write_json, write_jsonl
-from comco.lab.recipe import TOWER_KEYS, TRAINING_KEYS
 from comco.record import PLACEMENT_FIELDS
 
 DATA = "data"  # a stage's dataset lives in OUT/data
@@ -226,6 +225,12 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
                "vision_tower": config.get("tower", "vit"), **_origins(config)}
     return _train("scratch", out, deps["data"] / DATA, config, options, warmup=config["warmup"],
                   weight_decay=config["weight_decay"], workers=0)
+
+
+# issue 26's origins options, as a scratch stage config carries them (the recipe's keys of
+# the same names, comco.lab.recipe)
+TOWER_KEYS = ("text_attention", "text_pool")  # a variant that sets one names its whole text tower
+TRAINING_KEYS = ("objective", "checkpoints", "checkpoint_spacing")  # how a scratch model trains, not its size
 
 
 def _origins(config: dict) -> dict:
