@@ -174,13 +174,18 @@ def test_the_development_questions_date_the_rises_and_say_why_they_cannot():
 
     flat = [0.33, 0.33, 0.33, 0.33]
     late, early = [0.33, 0.35, 0.40, 0.80], [0.33, 0.60, 0.70, 0.80]  # half-rise at step 40 / step 10
-    # IOR rises at step 10 in every seed, TOR at step 40 (+30 steps, every seed): dated and supported
+    # IOR rises at step 10 in every seed, TOR at step 40, 20 and 40: dated, +23.3 steps, and the
+    # interval is in steps (t-interval of 30, 10, 30), not clipped to a share's [-1, 1]
     c = _development_context()
-    data = {(None, 1.0): {s: _curve(late, early) for s in (0, 1, 2)},
+    middle = [0.33, 0.35, 0.70, 0.80]  # half-rise at step 20
+    data = {(None, 1.0): {0: _curve(late, early), 1: _curve(middle, early), 2: _curve(late, early)},
             (None, 0.0): {s: _curve(flat, early) for s in (0, 1, 2)}}
     out = _questions(c, data, 3)
-    dated = out["IOR rises before TOR"]
-    assert dated["estimate"]["mean"] == pytest.approx(30.0) and dated["verdict"] != "cannot answer"
+    dated = out["IOR rises before TOR"]["estimate"]
+    half = 4.302653 * (400 / 3) ** 0.5 / 3 ** 0.5  # t(2) x sd / sqrt(3)
+    assert dated["mean"] == pytest.approx(70 / 3)
+    assert dated["lo"] == pytest.approx(70 / 3 - half, abs=0.01)
+    assert dated["hi"] == pytest.approx(70 / 3 + half, abs=0.01)
     assert out["baseline: TOR moves at p = 0"]["estimate"]["mean"] == pytest.approx(0.0)
     # TOR never rises at p = 1 in two seeds: no step for them, and the reason says so
     c = _development_context()

@@ -130,7 +130,7 @@ def _questions(c: SetContext, data: dict, n: int) -> dict:
     if base:
         a = [None if s is None else float(s) for s in onsets[p_hi, tor]]
         b = [None if s is None else float(s) for s in onsets[p_hi, ior]]
-        j = judge_paired(a, b, c.seeds, need=c.need, wide=STEPS_WIDE)
+        j = judge_paired(a, b, c.seeds, need=c.need, wide=STEPS_WIDE, bounds=None)  # steps, not shares
         dated = sum(x is not None and y is not None for x, y in zip(a, b))
         if dated < c.need:  # say why: a model that passed but whose figure never rose has no step
             gated = sum(s in base for s in c.seeds)

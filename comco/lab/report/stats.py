@@ -47,9 +47,13 @@ def summarize(values, bounds: tuple[float, float] | None = (0.0, 1.0)) -> dict:
     return {"mean": m, "lo": lo, "hi": hi, "n": int(v.size), "values": v.tolist()}
 
 
-def paired(a_vals: list, b_vals: list) -> dict:
-    """Across-seed summary of per-seed differences a - b (seeds aligned)."""
-    return summarize([x - y for x, y in zip(a_vals, b_vals) if _present(x) and _present(y)], (-1.0, 1.0))
+SHARE_DIFFERENCE = (-1.0, 1.0)  # the bounds of a difference of two shares
+
+
+def paired(a_vals: list, b_vals: list, bounds: tuple[float, float] | None = SHARE_DIFFERENCE) -> dict:
+    """Across-seed summary of per-seed differences a - b (seeds aligned); the interval is
+    clipped to `bounds` (None for differences that are not of shares, such as steps)."""
+    return summarize([x - y for x, y in zip(a_vals, b_vals) if _present(x) and _present(y)], bounds)
 
 
 def slope(xs: list[float], ys: list[float]) -> dict:

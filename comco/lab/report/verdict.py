@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from comco.lab.report.stats import paired, pct, signed
+from comco.lab.report.stats import SHARE_DIFFERENCE, paired, pct, signed
 
 SUPPORTED, CONTRADICTED, CANNOT, FRAGILE = "supported", "contradicted", "cannot answer", "fragile"
 UP, DOWN, NEITHER, UNKNOWN = "up", "down", "neither", "unknown"
@@ -147,11 +147,11 @@ def compare(name_a: str, a: dict, name_b: str, b: dict, what: str, d: dict | Non
 
 
 def judge_paired(a: list, b: list, seeds: list, *, need: int, claimed: str = UP, wide: float = WIDE,
-                 reference: str = "zero") -> Judgement:
+                 reference: str = "zero", bounds: tuple[float, float] | None = SHARE_DIFFERENCE) -> Judgement:
     """The rule on per-seed differences a - b (lists aligned with `seeds`, None where a
-    model is missing or below its gates), each seed left out in turn."""
+    model is missing or below its gates), each seed left out in turn; `bounds` as paired()'s."""
     def estimate(drop: frozenset) -> dict:
         keep = [i for i, s in enumerate(seeds) if s not in drop]
-        return paired([a[i] for i in keep], [b[i] for i in keep])
+        return paired([a[i] for i in keep], [b[i] for i in keep], bounds)
 
     return judge(estimate, seeds, need=need, claimed=claimed, wide=wide, reference=reference)
