@@ -128,6 +128,15 @@ def test_the_origins_recipe_is_shipped_and_parses_at_each_of_its_scales():
     assert small["scratch"]["checkpoint_spacing"] == "log"  # dense early, where the biases rise
 
 
+def test_the_full_origins_scale_adds_seeds_to_the_small_runs_own_stages():
+    small = {s.id: s.hash for s in graph.build_stages(load_recipe("origins", "small"))}
+    full = {s.id: s.hash for s in graph.build_stages(load_recipe("origins", "full"))}
+    assert load_recipe("origins", "full").settings["scratch"]["seeds"] == [0, 1, 2, 3, 4]
+    assert {k: v for k, v in small.items() if k != "report"} == {k: full[k] for k in small if k != "report"}
+    added = set(full) - set(small)
+    assert scratch_key("simco", 1.0, 4, "paraphrase").id in added and len(added) == 2 * 4 * 2 * 2 + 2 * 2
+
+
 def test_the_half_rise_step_is_the_first_snapshot_past_half_the_change():
     pts = [{"step": 0, "f": 0.2}, {"step": 10, "f": 0.25}, {"step": 20, "f": 0.41}, {"step": 30, "f": 0.6}]
     assert half_rise_step(pts, "f") == 20  # half of 0.4 is reached at 0.41

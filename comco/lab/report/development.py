@@ -199,6 +199,7 @@ def _plot(c: SetContext, names: list, data: dict, p: float, n: int):
             first = min((s for name in names for pts in data[name, p].values() for s in (pt["step"] for pt in pts)
                          if s > 0), default=1)
             ax.set_xscale("symlog", linthresh=first)
+            ax.set_xlim(left=-0.3 * first)  # no empty negative half of the axis
         ax.set_xlabel("training step (0 = untrained)", fontsize=8)
         ax.set_ylabel("%", fontsize=8)
         ax.tick_params(labelsize=7)
