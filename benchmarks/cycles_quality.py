@@ -288,7 +288,7 @@ def figure(summary: list[dict], found: dict, path: Path, title: str) -> Path:
     fig, axes = plt.subplots(len(resolutions), 2, figsize=(12, 4.2 * len(resolutions)), squeeze=False)
     colours = {True: "tab:blue", False: "tab:orange"}
     groups = list(summary[0]["groups"])
-    styles = dict(zip(groups, (":", "--", "-.", (0, (1, 3)), (0, (5, 1)))))
+    styles = dict(zip(groups, (":", "--", "-.", (0, (6, 1.5, 1, 1.5, 1, 1.5)), (0, (8, 2)))))  # dash-dot-dot 4th
     for row, res in enumerate(resolutions):
         panels = (("psnr", "PSNR (dB)"), ("dssim", "1 - SSIM (luminance; log, up is better)"))
         for col, (metric, name) in enumerate(panels):
