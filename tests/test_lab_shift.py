@@ -55,6 +55,21 @@ def test_the_switches_add_the_shifted_renders_and_their_probes_and_change_nothin
     assert probe.config["shift"] == "shifted" and probe.config["by"] is None
 
 
+def test_the_world_shift_recipe_trains_on_plain_cycles_scenes_and_probes_each_model_twice():
+    from comco.lab.recipe import load_recipe
+
+    for scale in ("smoke", "small"):
+        recipe = load_recipe("world-shift", scale)
+        stages = build_stages(recipe)
+        assert recipe.settings["render"]["preset"] == "cycles"  # both sides Cycles: only the world differs
+        train, moved = stages.get(render_key("train", "simco")), stages.get(render_key("shifted", "simco"))
+        assert train.config.get("world", "plain") == "plain" and moved.config["world"] == "hdri"
+        scratch = [s for s in stages if s.kind == "scratch"]
+        assert scratch and all(stages.get(shift_probe_key(s.key, "shifted")) for s in scratch)
+    small = load_recipe("world-shift", "small").settings
+    assert small["data"]["order_bias"] == [0.0, 1.0] and small["scratch"]["seeds"] == [0, 1, 2]
+
+
 def test_the_holdout_trains_on_seen_combinations_and_probes_a_mixed_split():
     stages = stages_of(recipe_text())
     train, test = stages.get(render_key("train", "simco")), stages.get(render_key("test", "simco"))
