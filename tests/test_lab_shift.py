@@ -186,6 +186,8 @@ def test_a_model_below_its_gates_counts_nowhere_and_one_seed_gives_no_verdict():
 
 def test_survival_reads_the_interval_against_chance():
     assert survival({"mean": 0.2, "lo": 0.1, "hi": 0.22}, {"lo": -0.3, "hi": -0.1}, 0.25).startswith("it reverses")
+    assert survival({"mean": 0.4, "lo": None, "hi": None, "n": 1}, {}, 0.25).startswith("one passing seed")
+    assert survival({"mean": None, "lo": None, "hi": None, "n": 0}, {}, 0.25).startswith("no passing seed")
 
 
 # ---------------------------------------------------------------- the smoke run

@@ -49,6 +49,8 @@ def survival(shifted: dict, change: dict, chance: float) -> str:
     above = direction(None if shifted.get("lo") is None else shifted["lo"] - chance,
                       None if shifted.get("hi") is None else shifted["hi"] - chance)
     if above == UNKNOWN:
+        if not shifted.get("n"):
+            return "no passing seed: not measured, no verdict"
         return "one passing seed: no interval, no verdict"
     stays = {UP: "it survives (above chance)", DOWN: "it reverses (below chance)"}.get(
         above, "it is not distinguishable from chance")
@@ -77,7 +79,9 @@ def shift_sections(c: SetContext, passing: set) -> dict:
                     f"both sides) show one, the other half only seen ones (`comco probe --by holdout`)")
     if "shifted" in roles:
         what.append(f"**domain shift**: the models trained on the recipe's own world; the test scenes rendered again "
-                    f"in `{d['shift_world']}` (the same objects, places and captions: only the world differs)")
+                    f"in `{d['shift_world']}` (the same objects, places and captions: only the world differs; TOR "
+                    f"reads the captions alone, so the world cannot move the first-mention rows, which are the same "
+                    f"on both sides by construction)")
     c.doc.p("; ".join(what) + f". Shares of the first-mentioned (TOR, template `{template}`) and the largest (IOR) "
             f"object among the {n}-object scenes, %, mean over the passing seeds with a t-interval; chance "
             f"{100 * chance:.0f} %. The change is the shifted side minus the other, paired by seed.")
