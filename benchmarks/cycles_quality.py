@@ -44,11 +44,13 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from comco.record import PRESET_SAMPLES
+
 KNEE_DB = 35.0
 SAMPLES = (4, 8, 16, 24, 32, 64, 128)
 RENDER_VERSION = 1  # part of a render's cache key: bump when the stage or the reference's settings change
 PRESET_THRESHOLD = 0.02  # the cycles preset's adaptive threshold (scenes/stage.py apply_preset)
-PRESET_DEFAULT = (24, True)  # the cycles preset's samples and denoiser, marked in the table and figure
+PRESET_DEFAULT = (PRESET_SAMPLES["cycles"], True)  # the cycles preset's samples and denoiser, marked
 
 # ---- the metrics (numpy only; tests/test_cycles_quality.py checks them) -----------------------
 

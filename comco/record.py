@@ -21,6 +21,11 @@ LAYOUTS = ("one-large", "equal", "graded", "realistic")
 SINGLE_LAYOUT = "single"  # the layout of a reference render (one object, slot M)
 # Render presets (recorded in dataset.json's config): Workbench draft, Cycles, Cycles high, EEVEE (GPU only).
 PRESETS = ("draft", "cycles", "high", "eevee")
+# Each preset's samples when --samples is left out (Workbench takes none). The cycles preset's
+# 4 + OpenImageDenoise is the knee of benchmarks/cycles_quality.py: the fewest CPU seconds at
+# which every measured scene (simco and comco, plain and varied, 224 and 512 px) is within 35 dB
+# of a 1024-sample reference (worst 36.9 dB; 24 samples, the earlier default, cost 2.1-2.6x).
+PRESET_SAMPLES = {"cycles": 4, "high": 128, "eevee": 32}
 # Counterfactual minimal pairs (--pairs): what a variant changes of its base scene, nothing else.
 PAIR_FACTORS = ("swap-size", "swap-slots", "swap-colors", "remove", "add", "count")
 PAIR_BASE = "base"  # the factor a pair's base record carries

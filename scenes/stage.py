@@ -12,6 +12,7 @@ import os
 import bpy
 from mathutils import Vector
 
+from comco.record import PRESET_SAMPLES
 from comco.scenes.materials import make_material
 
 GROUND_RGB = (0.8, 0.8, 0.8)  # ComCO's light-grey floor
@@ -87,7 +88,7 @@ def apply_preset(scene, preset: str, device: str = "cpu", samples: int | None = 
     elif preset in ("cycles", "high"):
         scene.render.engine = "CYCLES"
         c = scene.cycles
-        set_sampling(scene, samples or (24 if preset == "cycles" else 128),
+        set_sampling(scene, samples or PRESET_SAMPLES[preset],
                      adaptive_threshold=0.02 if preset == "cycles" else 0.005)
         c.max_bounces = 4 if preset == "cycles" else 8
         c.diffuse_bounces, c.glossy_bounces, c.transmission_bounces = 2, 2, 2
@@ -97,7 +98,7 @@ def apply_preset(scene, preset: str, device: str = "cpu", samples: int | None = 
             enable_gpu(device)
     elif preset == "eevee":
         scene.render.engine = "BLENDER_EEVEE"
-        scene.eevee.taa_render_samples = samples or 32
+        scene.eevee.taa_render_samples = samples or PRESET_SAMPLES[preset]
     else:
         raise ValueError(f"unknown preset {preset}")
 

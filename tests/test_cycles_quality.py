@@ -84,9 +84,10 @@ def test_the_knee_is_the_cheapest_setting_whose_worst_scene_reaches_the_threshol
     assert cq.knees(summary, threshold=40.0)[224] is None
     for row in summary:
         row.update(wall_s=1.0, psnr=row["psnr_min"], ssim=0.9, ssim_min=0.9)
-    table = cq.markdown_table([*summary, s(24, True, 6.0, 47.0) | {"wall_s": 1, "psnr": 47, "ssim": 1, "ssim_min": 1}],
-                              cq.knees(summary))
-    assert "| 224 | OIDN | 16 (knee) | 2.50 |" in table and "| 24 (cycles preset) |" in table
+    preset = cq.PRESET_DEFAULT[0]  # the cycles preset's own samples (comco.record.PRESET_SAMPLES)
+    row = s(preset, True, 6.0, 47.0) | {"wall_s": 1, "psnr": 47, "ssim": 1, "ssim_min": 1}
+    table = cq.markdown_table([*summary, row], cq.knees(summary))
+    assert "| 224 | OIDN | 16 (knee) | 2.50 |" in table and f"| {preset} (cycles preset) |" in table
     assert table.count("(knee)") == 1
 
 
@@ -110,3 +111,16 @@ def test_a_tiny_run_renders_compares_and_draws(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert json.loads(out.read_text())["rows"] == got["rows"]
     assert len(list((tmp_path / "refs").glob("*.png"))) == 5
+
+
+def test_a_presets_default_samples_enter_the_dataset_hash_as_rendered():
+    """The cycles preset's samples moved from 24 to the knee: a folder rendered with the old
+    default must not share its configuration hash with one rendered with the new one."""
+    from comco.record import PRESET_SAMPLES
+    from comco.render import RenderOptions
+
+    assert PRESET_SAMPLES["cycles"] == cq.PRESET_DEFAULT[0] == 4
+    assert RenderOptions(preset="cycles").image_config()["samples"] == 4
+    assert RenderOptions(preset="cycles", samples=24).image_config()["samples"] == 24
+    assert RenderOptions(preset="high").image_config()["samples"] == 128
+    assert RenderOptions(preset="draft").image_config()["samples"] is None  # Workbench takes none

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 
 from comco.errors import UserError
-from comco.record import PRESETS
+from comco.record import PRESET_SAMPLES, PRESETS
 
 DEVICES = ("cpu", "cuda", "optix")
 
@@ -34,8 +34,11 @@ class RenderOptions:
     image_timeout: float | None = None  # seconds per image; None: from preset and resolution, 0: no limit
 
     def image_config(self) -> dict:
-        """What changes the images (and so the dataset's configuration hash)."""
-        return {"preset": self.preset, "samples": self.samples, "min_pixels": self.min_pixels,
+        """What changes the images (and so the dataset's configuration hash). The samples are
+        the ones rendered: a preset's default is written out, so that a change of that default
+        can never give a folder the hash of images rendered with another (draft takes none)."""
+        samples = self.samples if self.samples is not None or self.preset == "draft" else PRESET_SAMPLES[self.preset]
+        return {"preset": self.preset, "samples": samples, "min_pixels": self.min_pixels,
                 "min_visible": self.min_visible, "max_retries": self.max_retries, "singles": self.singles,
                 "masks": self.masks, "coco": self.coco, "shard": list(self.shard)}
 
@@ -101,7 +104,7 @@ def image_timeout(opts: RenderOptions, resolution: tuple[int, int]) -> float:
     """Seconds one image may take before its worker counts as hung (0 = no limit).
 
     The default is 20 times a slow estimate (a loaded 2-core CPU: draft 0.5 s, Cycles
-    15 s at 24 samples, EEVEE 2 s per 512x512 image), and at least two minutes, so that
+    15 s at 24 samples, EEVEE 2 s per 512x512 image, scaled by the samples), and at least two minutes, so that
     only a worker that has stopped answering reaches it."""
     if opts.image_timeout is not None:
         return opts.image_timeout
@@ -109,7 +112,7 @@ def image_timeout(opts: RenderOptions, resolution: tuple[int, int]) -> float:
     if opts.preset == "draft":
         estimate = 0.5 * megapixels
     elif opts.preset == "eevee":
-        estimate = 2.0 * megapixels * (opts.samples or 32) / 32
+        estimate = 2.0 * megapixels * (opts.samples or PRESET_SAMPLES["eevee"]) / 32
     else:
-        estimate = 15.0 * megapixels * (opts.samples or (24 if opts.preset == "cycles" else 128)) / 24
+        estimate = 15.0 * megapixels * (opts.samples or PRESET_SAMPLES[opts.preset]) / 24
     return max(120.0, 20 * estimate)
