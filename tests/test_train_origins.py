@@ -267,7 +267,7 @@ def test_log_spaced_snapshots_fall_early_from_a_hundredth_of_the_run():
     assert steps == [0, 10, 15, 23, 35, 53, 81, 123, 187, 285, 433, 658, 1000]
     assert sum(0 < s <= 200 for s in steps) == 8  # 8 inside the first fifth, where the small lab's biases rise
     assert snapshot_steps(1000, 1, "log") == [0, 1000]
-    assert snapshot_steps(20, 12, "log")[-1] == 20 and len(set(snapshot_steps(20, 12, "log"))) <= 13
+    assert snapshot_steps(20, 12, "log") == [0, 1, 2, 4, 6, 9, 13, 20]  # steps rounding alike are saved once
     with pytest.raises(ValueError, match="spacing"):
         snapshot_steps(1000, 4, "linear")
 

@@ -181,6 +181,9 @@ def _plot(c: SetContext, names: list, data: dict, p: float, n: int):
         return None
     plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(PAGE_IN, 6.0), squeeze=False)  # the page's width: never shrunk
+    log_steps = c.s["scratch"].get("checkpoint_spacing") == "log"
+    first = min((pt["step"] for name in names for pts in data[name, p].values() for pt in pts if pt["step"] > 0),
+                default=1)
     for ax, (title, figure) in zip(axes.flat, panels):
         for name in names:
             pts = data[name, p]
@@ -195,9 +198,7 @@ def _plot(c: SetContext, names: list, data: dict, p: float, n: int):
         if figure.startswith(("TOR first", "IOR largest")):
             ax.axhline(100 / n, color="k", linestyle=":", linewidth=1)
         ax.set_title(title, fontsize=9)
-        if c.s["scratch"].get("checkpoint_spacing") == "log":  # early snapshots readable; 0 stays on the axis
-            first = min((s for name in names for pts in data[name, p].values() for s in (pt["step"] for pt in pts)
-                         if s > 0), default=1)
+        if log_steps:  # early snapshots readable; 0 stays on the axis
             ax.set_xscale("symlog", linthresh=first)
             ax.set_xlim(left=-0.3 * first)  # no empty negative half of the axis
         ax.set_xlabel("training step (0 = untrained)", fontsize=8)
