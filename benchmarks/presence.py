@@ -196,10 +196,12 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--width", type=int, default=128)
+    ap.add_argument("--vision-width", type=int, default=None, help="the image tower's width (default --width)")
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--resolution", type=int, default=96)
     ap.add_argument("--text-attention", default="causal")
     ap.add_argument("--text-pool", default=None)
+    ap.add_argument("--logit-scale", type=float, default=None, help="a fixed logit scale (default: learned)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
     ap.add_argument("--only-untrained", action="store_true", help="probe the untrained model alone")
@@ -218,9 +220,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     w = args.width
     options = {"captions": ["and"], "resolution": args.resolution, "patch_size": 8, "context_length": 32,
-               "vision_width": w, "text_width": w, "embed_dim": w, "vision_layers": args.layers,
+               "vision_width": args.vision_width or w, "text_width": w, "embed_dim": w, "vision_layers": args.layers,
                "text_layers": args.layers, "vision_tower": "conv", "checkpoints": args.checkpoints,
                "text_attention": args.text_attention}
+    if args.logit_scale is not None:
+        options["logit_scale"] = args.logit_scale
     if args.text_pool:
         options["text_pool"] = args.text_pool
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,7 +27,19 @@ def with_keys(scratch: str = "", probe: str = "", gates: str = "") -> str:
 def test_left_out_the_keys_change_no_stage():
     stages = build_stages(parse_recipe(with_keys(), "small"))
     scratch = next(s for s in stages if s.kind == "scratch")
-    assert not {"text_attention", "text_pool", "objective", "checkpoints", "checkpoint_spacing"} & set(scratch.config)
+    assert not {"text_attention", "text_pool", "objective", "checkpoints", "checkpoint_spacing",
+                "logit_scale"} & set(scratch.config)
+
+
+def test_a_fixed_logit_scale_reaches_every_scratch_trained_model():
+    stages = build_stages(parse_recipe(with_keys("logit_scale = 10.0\n"), "small"))
+    trained = [s for s in stages if s.kind == "scratch"]
+    assert any("colors" in s.id for s in trained) and any("colors" not in s.id for s in trained)
+    assert all(s.config["logit_scale"] == 10.0 for s in trained)  # the colour bases train like the others
+    assert not any("logit_scale" in s.config for s in stages if s.kind != "scratch")
+    from comco.lab.stages import _origins
+
+    assert _origins(trained[0].config)["logit_scale"] == 10.0  # and reaches the training options
 
 
 def test_the_keys_reach_the_scratch_stages_and_the_priors():
@@ -69,6 +81,9 @@ def test_a_simcse_recipe_with_its_gate_parses():
     ("checkpoints = 0\n", "development = true\n", "", "probe.development"),
     ('checkpoints = 8\ncheckpoint_spacing = "linear"\n', "", "", "scratch.checkpoint_spacing"),
     ('checkpoint_spacing = "log"\n', "", "", "scratch.checkpoint_spacing"),
+    ("logit_scale = 0.5\n", "", "", "scratch.logit_scale"),
+    ("logit_scale = 1000.0\n", "", "", "scratch.logit_scale"),
+    ('logit_scale = "hot"\n', "", "", "scratch.logit_scale"),
 ])
 def test_a_bad_origins_key_is_named(scratch, probe, gates, named):
     with pytest.raises(UserError) as err:

@@ -325,3 +325,30 @@ def test_a_development_point_reads_the_biases_and_the_gates(tiny_dataset, tmp_pa
             want = hits[0] / sum(hits) if sum(hits) else float("nan")
             got = point[f"IOR largest of hits, {g['n_objects']} objects"]
             assert got == pytest.approx(want, nan_ok=True)
+
+
+# ---------------------------------------------------------------- a fixed temperature
+
+
+def test_a_fixed_logit_scale_is_held_and_saved_while_the_learned_one_moves(tiny_dataset, tmp_path):
+    from comco.models import load_checkpoint
+
+    def train(out, **kw):
+        run_training(make_config("scratch", data=str(tiny_dataset), out=str(out), steps=12, batch_size=12, lr=1e-2,
+                                 warmup=2, device="cpu", quiet=True, options={**TINY, **kw}))
+        return [m["logit_scale"] for m in _metrics(out)], load_checkpoint(out / "model.pt")["state_dict"]
+
+    fixed, state = train(tmp_path / "fixed", logit_scale=10.0)
+    assert fixed and all(abs(s - 10.0) < 1e-5 for s in fixed), fixed
+    assert abs(float(state["logit_scale"].exp()) - 10.0) < 1e-5
+    learned, state = train(tmp_path / "learned")
+    assert abs(learned[-1] - learned[0]) > 1e-3, learned  # open_clip's temperature is learned from 1/0.07
+    assert abs(learned[0] - 1 / 0.07) < 0.5
+
+
+@pytest.mark.parametrize("value", [0.5, 101.0, float("nan"), True, "10"])
+def test_a_logit_scale_out_of_range_is_a_user_error_before_training(tiny_dataset, tmp_path, value):
+    with pytest.raises(UserError, match="logit-scale"):
+        make_config("scratch", data=str(tiny_dataset), out=str(tmp_path / "x"), steps=2, batch_size=12,
+                    device="cpu", quiet=True, options={**TINY, "logit_scale": value})
+    assert not (tmp_path / "x").exists()

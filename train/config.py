@@ -110,6 +110,10 @@ class TrainConfig:
                 raise UserError(f"{flag} {o[key]}: at most {high}")
         if o.get("vision_width", 32) % 32:
             raise UserError(f"--width {o['vision_width']}: a multiple of 32 (the head width)")
+        scale = o.get("logit_scale")
+        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                                  or not (math.isfinite(scale) and 1 <= scale <= 100)):
+            raise UserError(f"--logit-scale {scale}: a fixed temperature's inverse in 1..100 (leave it out to learn it)")
         for key in ("short_weight", "long_weight"):
             value = o.get(key)
             if value is not None and not (math.isfinite(value) and 0 <= value <= 1):

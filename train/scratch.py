@@ -15,6 +15,7 @@ the run, spread by `checkpoint_spacing` "even" or "log", see comco.train.snapsho
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Iterable
 
@@ -112,6 +113,17 @@ def save_initial(path: Path, seed: int, options: dict) -> Path:
                            extra={"initial": True, "seed": seed})
 
 
+def fix_logit_scale(module, value: float | None) -> None:
+    """A fixed temperature: exp(logit_scale) held at `value` and not learned (None: open_clip's,
+    learned from 1/0.07). A lower scale keeps InfoNCE pushing negatives apart after they are
+    ranked right, which spreads lookalike names (docs/lab-medium/DIAGNOSIS.md)."""
+    if value is None:
+        return
+    with torch.no_grad():
+        module.logit_scale.fill_(math.log(value))
+    module.logit_scale.requires_grad_(False)
+
+
 def _no_images(indices: list[int]) -> torch.Tensor:
     return torch.empty(len(indices), 0)
 
@@ -129,6 +141,7 @@ class ScratchTask:
         self.samples = data.samples
         size = {k: cfg.options.get(k, v) for k, v in SIZE.items()}
         self.model_spec, self.module = initial_module(cfg.seed, cfg.options)
+        fix_logit_scale(self.module, cfg.options.get("logit_scale"))
         self.tokenizer = open_clip.SimpleTokenizer(context_length=size["context_length"])
         self.objective = cfg.options.get("objective", "clip")
         if self.objective not in OBJECTIVES:

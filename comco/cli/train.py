@@ -96,6 +96,7 @@ def scratch(
     context_length: Annotated[int, typer.Option("--context-length", help="Text positions.")] = 32,
     width: Annotated[int, typer.Option(help="Width of both towers (multiple of 32).")] = 128,
     layers: Annotated[int, typer.Option(help="Transformer layers of both towers.")] = 4,
+    logit_scale: Annotated[Optional[float], typer.Option("--logit-scale", help="A fixed temperature's inverse (e.g. 10); default: learned from 1/0.07, as open_clip.")] = None,
     seed: Seed = 0, batch_size: BatchSize = None, accum: Accum = 1, epochs: Epochs = None, steps: Steps = None,
     lr: Lr = None, weight_decay: WeightDecay = None, warmup: Warmup = None, label_smoothing: LabelSmoothing = None,
     precision: Precision = "auto", device: Device = "auto", workers: Workers = None,
@@ -106,6 +107,8 @@ def scratch(
     options = {"resolution": resolution, "context_length": context_length, "vision_width": width,
                "text_width": width, "vision_layers": layers, "text_layers": layers, "embed_dim": width,
                "captions": [c.strip() for c in captions.split(",") if c.strip()]}
+    if logit_scale is not None:
+        options["logit_scale"] = logit_scale
     _run("scratch", options, data=data, out=out, seed=seed, batch_size=batch_size, accum=accum, epochs=epochs,
          steps=steps, lr=lr, weight_decay=weight_decay, warmup=warmup, label_smoothing=label_smoothing,
          precision=precision, device=device, workers=workers, checkpoint_every=checkpoint_every,

@@ -37,7 +37,7 @@ from comco.lab.keys import (
 from comco.lab.plan_keys import plan_settings
 from comco.lab.recipe import Recipe, variant_settings
 from comco.lab.shards import split_renders
-from comco.lab.stages import TOWER_KEYS, TRAINING_KEYS
+from comco.lab.stages import SHARED_TRAINING_KEYS, TOWER_KEYS, TRAINING_KEYS
 from comco.train import is_text_only
 
 # The code each kind of stage runs, as whole packages (every .py and .toml under them;
@@ -199,6 +199,7 @@ class _Parts:
         # issue 26's origins keys, only where the recipe sets them (the stage configs stay as they were)
         self.model_size.update({k: sc[k] for k in TOWER_KEYS if k in sc})
         self.trained_as = {k: sc[k] for k in TRAINING_KEYS if k in sc}
+        self.shared_training = {k: sc[k] for k in SHARED_TRAINING_KEYS if k in sc}
         # the recipe's own scratch models (None, the baseline), then each [[scratch.variants]] entry
         self.variants: dict[str | None, dict] = {None: {}}
         for v in sc.get("variants", []):
@@ -289,7 +290,8 @@ class _Parts:
     def _train_cfg(self, seed: int, variant: str | None = None) -> dict:
         sc = self.sc
         return {"seed": seed, "batch_size": sc["batch_size"], "lr": sc["lr"], "warmup": sc["warmup"],
-                "weight_decay": sc["weight_decay"], "device": self.device, **self._size(variant)}
+                "weight_decay": sc["weight_decay"], "device": self.device, **self._size(variant),
+                **self.shared_training}
 
     def scratch(self, probes: bool, analyses: bool) -> list[Stage]:
         out = []

@@ -285,13 +285,16 @@ SCHEMA: dict[str, dict[str, Callable]] = {
 # hash are what they were before these keys.
 ORIGINS = {
     "scratch": {"text_attention": "causal", "text_pool": None, "objective": "clip", "checkpoints": 0,
-                "checkpoint_spacing": "even"},
+                "checkpoint_spacing": "even", "logit_scale": None},
     "probe": {"development": False},
     "gates": {"caption_r1": None},
 }
 SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional")),
                           "text_pool": _choice(("mean", "first")), "objective": _choice(tuple(OBJECTIVES)),
-                          "checkpoints": _int(0, 1000), "checkpoint_spacing": _choice(SPACINGS)})
+                          "checkpoints": _int(0, 1000), "checkpoint_spacing": _choice(SPACINGS),
+                          # a fixed temperature (exp of the logit scale) for every scratch-trained model;
+                          # left out: open_clip's, learned from 1/0.07
+                          "logit_scale": _float(1.0, 100.0)})
 # issue 23's switches, left out alike: probe the trained models on the test scenes in another
 # world (data.shift_world; the models train on the recipe's own world). data.holdout, a
 # planning option, is keyed through plan_keys.

@@ -231,12 +231,15 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
 # the same names, comco.lab.recipe)
 TOWER_KEYS = ("text_attention", "text_pool")  # a variant that sets one names its whole text tower
 TRAINING_KEYS = ("objective", "checkpoints", "checkpoint_spacing")  # how a scratch model trains, not its size
+# how every scratch-trained model of a recipe trains (the baseline, its variants, the colour bases):
+# a fixed temperature in place of open_clip's learned one (comco.train.scratch.fix_logit_scale)
+SHARED_TRAINING_KEYS = ("logit_scale",)
 
 
 def _origins(config: dict) -> dict:
     """The scratch options of issue 26's origins keys a stage config carries (text tower,
     objective, saved checkpoints); none when the recipe leaves them out."""
-    return {k: config[k] for k in (*TOWER_KEYS, *TRAINING_KEYS) if k in config}
+    return {k: config[k] for k in (*TOWER_KEYS, *TRAINING_KEYS, *SHARED_TRAINING_KEYS) if k in config}
 
 
 def finetune(config: dict, deps: dict, out: Path) -> dict:
