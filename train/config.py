@@ -113,7 +113,8 @@ class TrainConfig:
         scale = o.get("logit_scale")
         if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
                                   or not (math.isfinite(scale) and 1 <= scale <= 100)):
-            raise UserError(f"--logit-scale {scale}: a fixed temperature's inverse in 1..100 (leave it out to learn it)")
+            raise UserError(f"--logit-scale {scale}: a fixed temperature's inverse in 1..100 (leave it out to "
+                            "learn it)")
         for key in ("short_weight", "long_weight"):
             value = o.get(key)
             if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
