@@ -100,3 +100,12 @@ def test_a_bad_origins_key_exits_2_before_the_run_folder_is_claimed(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "gates.caption_r1" in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_the_report_names_a_fixed_temperature_as_a_deviation():
+    from comco.lab.report.provenance import temperature
+
+    assert "learned" in temperature({}) and "open_clip" in temperature({})
+    fixed = temperature(parse_recipe(RECIPE.read_text(encoding="utf-8"), "medium").settings["scratch"])
+    assert "fixed at 10" in fixed and "deviation" in fixed
+    assert "learned" in temperature(parse_recipe(RECIPE.read_text(encoding="utf-8"), "small").settings["scratch"])

@@ -78,7 +78,8 @@ def what_was_run(doc: Doc, recipe: dict, stages: list, info: dict[str, dict], ma
           f"{'conv' if s['scratch'].get('tower') == 'conv' else 'ViT'} image tower, width "
           f"{s['scratch']['width']}, {s['scratch']['layers']} layers, patch {s['scratch']['patch_size']}, context "
           f"{s['scratch']['context_length']}, {s['scratch']['steps']} steps of batch {s['scratch']['batch_size']} "
-          f"(lr {s['scratch']['lr']:g}) on captions {', '.join(s['scratch']['captions'])}.")
+          f"(lr {s['scratch']['lr']:g}, {temperature(s['scratch'])}) on captions "
+          f"{', '.join(s['scratch']['captions'])}.")
     rows, dashes = [], Dashes()
     for st in stages:
         if st.kind in ("render", "captions"):
@@ -112,3 +113,11 @@ def what_was_run(doc: Doc, recipe: dict, stages: list, info: dict[str, dict], ma
     doc.fold(f"Every stage ({len(rows)}: seconds, torch threads, when it finished, UTC)")
     doc.table(["stage", "kind", "seconds", "threads", "finished"], rows)
     doc.end_fold()
+
+
+def temperature(scratch: dict) -> str:
+    """How the scratch models' temperature was set: open_clip's learned one, or a named deviation."""
+    scale = scratch.get("logit_scale")
+    if scale is None:
+        return "logit scale learned from 1/0.07, as open_clip"
+    return f"logit scale fixed at {scale:g}, a deviation from open_clip's learned one"
