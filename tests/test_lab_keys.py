@@ -30,7 +30,9 @@ RECIPE = ROOT.parent / "recipes" / "order-bias.toml"
 # (with the code digest replaced by "code-<kind>": the test is of the graph, not of the code); the
 # report stages' hashes were taken again when the recipe gained [run] executor, slurm and
 # render.shard_images, then [run.node] and the small scale's five seeds (the report hashes the whole
-# recipe; no other stage changed, the seeds only added stages)
+# recipe; no other stage changed, the seeds only added stages); the medium scale's training stages
+# were taken again when it moved to batch 256 at a fixed logit scale and added p = 0.5 (its renders,
+# captions and priors kept their hashes)
 RECORDED = json.loads((ROOT / "data" / "lab-stage-keys.json").read_text(encoding="utf-8"))
 
 
