@@ -24,9 +24,9 @@ def edit(old: str, new: str) -> str:
 
 
 def test_the_recipe_defaults_are_the_reviewers_gates():
-    """The full scale keeps the reviewer's gates; the CPU scales lower only the presence
-    gates their instrument reaches at the edge (named in the recipe), nothing else."""
-    deviations = {"full": {}, "small": {"presence IOR": 0.85}, "medium": {"presence TOR": 0.6, "presence IOR": 0.6}}
+    """The full scale keeps the reviewer's gates; the CPU scales lower only the IOR presence
+    gate their instrument reaches at the edge (named in the recipe), to the same 0.85, nothing else."""
+    deviations = {"full": {}, "small": {"presence IOR": 0.85}, "medium": {"presence IOR": 0.85}}
     for scale, lowered in deviations.items():
         g = load_recipe(RECIPE, scale).settings["gates"]
         assert {GATE_KEYS[k]: g[k] for k in GATE_KEYS} == {**THRESHOLDS, "Keep": 0.4, **lowered}
