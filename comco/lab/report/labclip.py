@@ -92,8 +92,8 @@ def labclip_section(c: SetContext) -> dict:
             f"the interval after the map lies above {100 * RESTORED_BINDING:.0f} %).")
         if not restored:  # where the ceiling comes from is measured outside the lab run
             text += (" `benchmarks/labclip.py` measures what holds it (the map's capacity and steps, the hard "
-                     "negatives, each tower's uni-modal probes); the committed small run's diagnosis is "
-                     "`docs/lab-small/LABCLIP.md`.")
+                     "negatives, each tower's uni-modal probes); the committed runs' diagnoses are "
+                     "`docs/lab-small/LABCLIP.md` (small scale) and `docs/lab-medium/LABCLIP.md` (medium).")
     img = series["before LABCLIP"][0]
     if img.get("mean") is not None and chance_img is not None:
         text += (f" Uni-modally, the image probe reads each object's colour at {pct(img)} against a majority-colour "
