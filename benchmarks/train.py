@@ -12,6 +12,11 @@
    (what comco trains with) against the full-context forward(), interleaved.
 4. The optimiser step of the scratch model (its 49408-row token table dominates): torch's
    per-tensor Adam(W) loop against the fused kernel comco uses, interleaved.
+5. A whole step (forward, backward, fused AdamW) of the lab's conv scratch model on an NCHW
+   batch (what a fine-tune's preprocess gives) with its image tower in the default layout
+   against channels-last (what comco trains with, comco.train.loop.channels_last_convs),
+   interleaved. Scratch training's cached batches are channels-last views (an NHWC array
+   permuted), so there the convolutions took the channels-last kernels already.
 Without --data, a synthetic comco dataset (planner records, PIL-drawn 64 px images) is made.
 """
 
@@ -127,6 +132,36 @@ def trimmed_costs(repeats: int) -> dict:
     return {name: 1000 * statistics.median(t[2:]) for name, t in times.items()}
 
 
+def layout_costs(repeats: int) -> dict:
+    """Milliseconds per training step of the conv scratch model: NCHW vs channels-last tower."""
+    import copy
+
+    import open_clip
+    import torch
+
+    from comco.train.clip_forward import clip_features
+    from comco.train.loop import channels_last_convs
+    from comco.train.losses import contrastive_loss
+    from comco.train.scratch import initial_module
+
+    _, nchw = initial_module(0, {"vision_tower": "conv", "vision_layers": 2, "text_layers": 2})
+    last = copy.deepcopy(nchw)
+    channels_last_convs(last)
+    text = open_clip.SimpleTokenizer(context_length=32)(["a torus and a cube and a cone"] * 64)
+    image = torch.randn(64, 3, 64, 64)
+    runs = {name: (model, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True))
+            for name, model in (("nchw", nchw), ("channels_last", last))}
+    times = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, (model, opt) in runs.items():
+            started = time.perf_counter()
+            contrastive_loss(*clip_features(model, image, text)).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            times[name].append(time.perf_counter() - started)
+    return {name: 1000 * statistics.median(t[2:]) for name, t in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, help="a rendered comco dataset (default: a synthetic one)")
@@ -150,6 +185,7 @@ def main() -> None:
     lc, db = costs["longclip"], costs["debias"]
     opt = optimizer_costs(max(12, args.steps))
     cut = trimmed_costs(max(12, args.steps))
+    layout = layout_costs(max(12, args.steps))
     where = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} CPU threads"
     print(f"torch {torch.__version__}, {where}, data {data}")
     print(f"{'measure':44s} {'value':>12s} {'target':>10s}")
@@ -167,6 +203,9 @@ def main() -> None:
     print(f"{'scratch AdamW step, per-tensor loop ms':44s} {opt['loop']:12.1f}")
     print(f"{'scratch AdamW step, fused (comco) ms':44s} {opt['fused']:12.1f}")
     print(f"{'  loop / fused':44s} {opt['loop'] / opt['fused']:11.2f}x")
+    print(f"{'conv scratch step, NCHW tower ms':44s} {layout['nchw']:12.1f}")
+    print(f"{'conv scratch step, channels-last (comco) ms':44s} {layout['channels_last']:12.1f}")
+    print(f"{'  NCHW / channels-last':44s} {layout['nchw'] / layout['channels_last']:11.2f}x")
 
 
 if __name__ == "__main__":
