@@ -32,7 +32,8 @@ RECIPE = ROOT.parent / "recipes" / "order-bias.toml"
 # render.shard_images, then [run.node] and the small scale's five seeds (the report hashes the whole
 # recipe; no other stage changed, the seeds only added stages); the medium scale's training stages
 # were taken again when it moved to batch 256 at a fixed logit scale and added p = 0.5 (its renders,
-# captions and priors kept their hashes)
+# captions and priors kept their hashes); the small scale's fine-tunes, their probes and the report
+# when its fine-tunes went to 300 steps
 RECORDED = json.loads((ROOT / "data" / "lab-stage-keys.json").read_text(encoding="utf-8"))
 
 
