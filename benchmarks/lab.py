@@ -278,6 +278,11 @@ def main() -> None:
     ap.add_argument("--run", type=Path, help="a finished `comco lab run` folder: per model kind, read back")
     args = ap.parse_args()
     if args.run:
+        missing = [name for name in ("runs.jsonl", "results.json", "recipe.toml") if not (args.run / name).is_file()]
+        if missing:  # e.g. a committed docs/lab-* folder, which keeps the report but not the run log
+            print(f"lab.py: --run {args.run}: no {', '.join(missing)}; pass the folder `comco lab run --out` wrote",
+                  file=sys.stderr)
+            sys.exit(2)
         run_benchmark(args.run)
     elif args.gates:
         if not (args.train and args.test):

@@ -49,3 +49,15 @@ def test_a_resumed_run_is_not_timed_as_one(tmp_path, capsys, invocations):
     text = capsys.readouterr().out
     assert "a resumed run" in text and "1.5 min" in text
     assert "wall time:" not in text and "against 30 min" not in text
+
+
+def test_a_folder_that_is_no_run_ends_with_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "results.json").write_text("{}")  # a committed docs/lab-* folder keeps no run log
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lab.py"), "--run", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"lab.py: --run {tmp_path}: no runs.jsonl, recipe.toml; pass the folder `comco lab run --out` wrote"]
