@@ -53,3 +53,18 @@ def test_a_vit_keeps_its_layout():
     _, vit = initial_module(0, {**SMALL, "vision_tower": "vit"})
     assert not channels_last_convs(vit)
     assert vit.visual.conv1.weight.is_contiguous()
+
+
+def test_the_trainer_stores_a_conv_tower_channels_last(tmp_path):
+    from support.train import make_dataset
+
+    from comco.train.loop import Trainer
+    from comco.train.run import build_task, make_config
+
+    data = make_dataset(tmp_path / "d", n=8, resolution=32)
+    options = {**SMALL, "vision_tower": "conv", "captions": ["and"]}
+    cfg = make_config("scratch", data=str(data), out=str(tmp_path / "run"), options=options, steps=1,
+                      batch_size=4, warmup=1, quiet=True, device="cpu", workers=0)
+    trainer = Trainer(build_task(cfg), cfg)
+    conv = next(m for m in trainer.module.visual.modules() if isinstance(m, torch.nn.Conv2d))
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last) and not conv.weight.is_contiguous()
