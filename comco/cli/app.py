@@ -82,17 +82,19 @@ def plan(out: Out, plan_options: PlanOptions, singles: Singles = False, overwrit
                 f"({stats['replanned']} re-planned to fit) -> {out}")
 
 
-def _render_jobs(cfg, opts, out: Path, executor: str, shards: int, quiet: bool) -> None:
+def _render_jobs(cfg, opts, out: Path, executor: str, shards: int, quiet: bool, slurm: list[str],
+                 slurm_config: Optional[Path]) -> None:
     """`comco render --executor slurm|slurm-local --shards K` (comco.lab's render jobs)."""
-    from comco.lab import require_submitit, submit_render
+    from comco.lab import require_submitit, slurm_settings, submit_render
 
     if executor not in ("slurm", "slurm-local"):
         raise UserError(f"--executor {executor}: use local, slurm or slurm-local (--shards needs a slurm executor)")
     if shards < 1:
         raise UserError(f"--shards {shards}: give at least 1")
+    table, origin = slurm_settings(slurm, slurm_config)
     require_submitit(cluster=executor == "slurm")
     r = submit_render(cfg, opts, out, shards, "slurm" if executor == "slurm" else "local",
-                      say=lambda m: say(quiet, m))
+                      say=lambda m: say(quiet, m), table=table, origin=origin)
     if r["merge_job"]:
         say(quiet, f"merge job {r['merge_job']} waits for the shards; follow with `sacct -j "
                    f"{r['shard_jobs'][0].split('_')[0]},{r['merge_job']}` -> {out}")
@@ -119,6 +121,8 @@ def render(
     image_timeout: Annotated[Optional[float], typer.Option("--image-timeout", help="Seconds a worker may take for one image before it counts as hung, is replaced and the image retried (default: from preset and resolution, at least 120; 0 = no limit).")] = None,
     executor: Annotated[str, typer.Option(help="local (here, the default), slurm (a SLURM job array of --shards and a merge job that waits for it, through submitit) or slurm-local (submitit's local jobs).")] = "local",
     shards: Annotated[int, typer.Option(help="With --executor slurm|slurm-local: shards of the render, one job each.")] = 1,
+    slurm: Annotated[Optional[list[str]], typer.Option("--slurm", help="With --executor slurm: one key of the shard jobs' request, KEY=VALUE, as a lab recipe's [run.slurm] has it (partition, account, qos, constraint, gpus, cpus, memory in GB, time in minutes); repeat it. Checked against sinfo before anything is submitted.")] = None,
+    slurm_config: Annotated[Optional[Path], typer.Option("--slurm-config", help="With --executor slurm: a TOML file whose [slurm] table (or a lab recipe's [run.slurm]) gives the request; --slurm keys replace its keys.")] = None,
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
@@ -135,8 +139,10 @@ def render(
                          min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads,
                          image_timeout=image_timeout)
     if executor != "local" or shards != 1:
-        _render_jobs(cfg, opts, out, executor, shards, quiet)
+        _render_jobs(cfg, opts, out, executor, shards, quiet, slurm or [], slurm_config)
         return
+    if slurm or slurm_config is not None:
+        raise UserError("--slurm and --slurm-config ask SLURM for the shard jobs: add --executor slurm")
     s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
     per = s["seconds"] / max(1, s["rendered"])
     crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""

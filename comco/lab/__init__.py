@@ -8,5 +8,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "run_lab": "run", "build_stages": "graph", "code_digest": "graph", "write_report": "report",
     "dry_run_lines": "estimate", "plan_lines": "estimate", "dose_lines": "predict", "predict_first_share": "predict",
     "StageFailed": "executors.base", "status_lines": "status",
-    "submit_render": "executors.render_jobs", "require_submitit": "executors",
+    "submit_render": "executors.render_jobs", "slurm_settings": "recipe", "require_submitit": "executors",
 })

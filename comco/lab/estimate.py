@@ -38,6 +38,12 @@ PROBE_TEXTS_PER_IMAGE = 60
 ANALYSES_TEXTS_PER_IMAGE = 15
 ASSUMPTIONS = (f"assumed: {1000 * STEP_OVERHEAD_S:g} ms per optimiser step, render s/image on one GPU {RENDER_S} "
                "(no Cycles GPU render was measured); model FLOPs counted by torch on the recipe's modules")
+# SLURM holds a requeued batch job until its credential expires (AuthInfo cred_expire, 120 s by
+# default) and one second more: measured 121 s on a real one-node SLURM (docs/guide/cluster.md)
+REQUEUE_WAIT_S = 121
+REQUEUE = (f"not counted: a job SLURM requeues (preemption, its time limit, `scontrol requeue`) waits at least "
+           f"{REQUEUE_WAIT_S} s before it starts again, plus up to KillWait (30 s by default) while its old process "
+           "ends")
 CPU_FLOPS = 1.0e11  # one core: the small scratch model's 1.9e8 training FLOPs a sample at ~570 samples/s
 CPU_STEP_OVERHEAD_S = 0.005  # the fused AdamW step of the small model (benchmarks/train.py)
 # Per image and worker, scaled by the pixel count: Workbench at 128 px (18 images/s on 2 workers;
@@ -272,6 +278,8 @@ def plan_lines(recipe, executor: str, gpus: int | None) -> list[str]:
                  f"critical path {_clock(path)} (as many GPUs as stages)")
     lines.append(MEASURED)
     lines.append(ASSUMPTIONS)
+    if not node:
+        lines.append(REQUEUE)
     if group > 1:
         lines.append(f"assumed: a training on {group} GPUs (run.node.train_gpus) takes 1/{group} of its one-GPU time "
                      "(ideal DDP scaling, not measured)")

@@ -214,6 +214,51 @@ def _slurm_table(path, v):
     return out
 
 
+def slurm_settings(pairs: list[str], config: Path | None = None) -> tuple[dict, dict]:
+    """`comco render --executor slurm`'s request table, the lab's [run.slurm] keys: from a TOML file
+    (its [slurm] table, or a recipe's [run.slurm] with its [run.slurm.render]), then `--slurm
+    KEY=VALUE` flags; each checked as the recipe's are. Returns (table, where each key came from)."""
+    table: dict = {}
+    origin: dict = {}
+    if config is not None:
+        try:
+            raw = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"--slurm-config {config}: cannot be read ({exc.__class__.__name__}); give a TOML file "
+                            "with a [slurm] table") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(f"--slurm-config {config}: not valid TOML ({exc})") from None
+        except RecursionError:
+            raise UserError(f"--slurm-config {config}: nested too deeply (tables inside each other)") from None
+        run = raw.get("run") if isinstance(raw.get("run"), dict) else {}
+        path, found = ("slurm", raw["slurm"]) if "slurm" in raw else ("run.slurm", run.get("slurm"))
+        if not isinstance(found, dict):
+            raise UserError(f"--slurm-config {config}: no [slurm] (or a recipe's [run.slurm]) table in it")
+        checked = _slurm_table(path, found)
+        for key, value in {**checked, **checked.get("render", {})}.items():
+            if key in SLURM_REQUEST:
+                table[key], origin[key] = value, f"'{path}.{key}' = {value!r} in {config}"
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or key not in SLURM_REQUEST:
+            raise UserError(f"--slurm {pair}: give KEY=VALUE with KEY one of {', '.join(SLURM_REQUEST)} "
+                            "(e.g. --slurm partition=gpu --slurm cpus=4)")
+        value: Any = text
+        if key in ("gpus", "cpus", "memory", "time"):
+            try:
+                value = int(text)
+            except ValueError:
+                raise UserError(f"--slurm {pair}: {key} takes a whole number"
+                                f"{' (GB)' if key == 'memory' else ' (minutes)' if key == 'time' else ''}") from None
+        try:
+            table[key] = SLURM_REQUEST[key](f"--slurm {key}", value)
+        except UserError as exc:
+            raise UserError(str(exc).replace(f"recipe key '--slurm {key}' = {value!r}", f"--slurm {pair}")) from None
+        origin[key] = f"--slurm {key}={value}"
+    return table, origin
+
+
 # [run.node]: the node executor's requests. train_gpus: the GPUs of one training (scratch and
 # fine-tune stages) as one DDP group under torchrun; 1 (the default) shares a GPU by memory.
 NODE_TABLE = {"train_gpus": _int(1, 64)}

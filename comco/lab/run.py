@@ -25,7 +25,7 @@ from pathlib import Path
 
 from comco.errors import UserError
 from comco.io import write_json, write_text
-from comco.lab.executors.base import StageCall, record_failure, run_call
+from comco.lab.executors.base import FINISHED, LOGS, StageCall, record_failure, run_call
 from comco.lab.graph import Stage, build_stages
 from comco.lab.recipe import Recipe, check_machine
 
@@ -97,6 +97,7 @@ def _start(out: Path, stage: Stage) -> Path:
         shutil.rmtree(d)
     d.mkdir(parents=True, exist_ok=True)
     (d / STAGE_INFO).unlink(missing_ok=True)
+    (d / LOGS / FINISHED).unlink(missing_ok=True)  # an owner's end of an earlier start: this start runs it anew
     write_json(started, {"hash": stage.hash})
     return d
 
@@ -130,7 +131,9 @@ def run_lab(recipe: Recipe, out: Path, *, resume: bool = False, overwrite: bool 
     jobs = jobs or run["jobs"] or cores
     threads = threads or run["threads"] or max(1, cores // jobs)
     # every check of the executor (submitit, sbatch, GPUs) before anything is written
-    pool = make_executor(executor or run["executor"], out=out, settings=recipe.settings, jobs=jobs, gpus=gpus)
+    name = executor or run["executor"]
+    pool = make_executor(name, out=out, settings=recipe.settings, jobs=jobs, gpus=gpus,
+                         kinds=tuple(dict.fromkeys(s.kind for s in stages)))
     lock = _lock(out)
     try:
         return _run_locked(recipe, out, stages, pool, resume=resume, overwrite=overwrite, jobs=jobs, threads=threads,

@@ -2,8 +2,9 @@
 
 done (its stage.json holds the hash it has now), running (a process holds it: job id,
 node, minutes), queued (a job was submitted and has not started), failed (the last
-attempt's message and the end of its log) or left (nothing has started it). Job states
-come from `sacct` when the run's jobs are SLURM jobs and sacct is on PATH.
+attempt's message and the end of its log) or left (nothing has started it, or its job ended
+without it: cancelled, lost). For a run's SLURM jobs the states come from `squeue` (the jobs
+SLURM holds: a job that started is running at once) and `sacct` (the ones that ended).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def _read(path: Path) -> dict | None:
 
 
 def sacct_states(job_ids: list[str]) -> dict[str, dict]:
-    """{job id: {"State", "NodeList"}} from one sacct call ({} without sacct)."""
+    """{job id: {"State", "NodeList"}} from one sacct call ({} without sacct or accounting). A
+    pending array's row, 12_[0-9%10], stands for each of its tasks (12_0 ... 12_9)."""
     if not job_ids or shutil.which("sacct") is None:
         return {}
     cmd = ["sacct", "-o", "JobID,State,NodeList", "--parsable2"]
@@ -48,13 +50,78 @@ def sacct_states(job_ids: list[str]) -> dict[str, dict]:
     if not rows:
         return {}
     names = rows[0]
-    out = {}
+    found = {}
     for row in rows[1:]:
         rec = dict(zip(names, row))
         if "." not in rec.get("JobID", "."):
-            out[rec["JobID"]] = {"State": rec.get("State", "").split()[0] if rec.get("State") else "",
-                                 "NodeList": rec.get("NodeList", "")}
+            found[rec["JobID"]] = {"State": rec.get("State", "").split()[0] if rec.get("State") else "",
+                                   "NodeList": rec.get("NodeList", "")}
+    return {job: found[name] for job in job_ids if (name := _row_of(job, found)) is not None}
+
+
+def _row_of(job: str, rows: dict) -> str | None:
+    """The row that speaks for `job`: its own, its array's pending range (12_[0-9%10], 12_[1,3-5]),
+    or a whole job's (a job id without a task)."""
+    if job in rows:
+        return job
+    base, _, task = job.partition("_")
+    for name in rows:
+        head, _, tail = name.partition("_[")
+        if head != base or not tail.endswith("]") or not task.isdigit():
+            continue
+        for part in tail[:-1].split("%")[0].split(","):
+            lo, _, hi = part.partition("-")
+            if lo.isdigit() and int(lo) <= int(task) <= int(hi if hi.isdigit() else lo):
+                return name
+    return None
+
+
+def squeue_states(job_ids: list[str]) -> dict[str, dict] | None:
+    """{job id: {"State", "NodeList", "Elapsed"}} of the jobs SLURM still holds, from one squeue call
+    (array tasks one by one); None without squeue. sacct lags squeue by seconds, and a job that
+    has started shows as RUNNING here first."""
+    if not job_ids or shutil.which("squeue") is None:
+        return {} if job_ids == [] else None
+    arrays = sorted({j.split("_")[0] for j in job_ids})
+    try:
+        r = subprocess.run(["squeue", "-h", "-r", "-o", "%i|%T|%N|%M", "-j", ",".join(arrays)], capture_output=True,
+                           text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if r.returncode != 0:
+        return {} if "Invalid job id" in r.stderr else None  # none of them is queued or running any more
+    out = {}
+    for line in r.stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) == 4:
+            out[parts[0]] = {"State": parts[1], "NodeList": parts[2], "Elapsed": parts[3]}
     return out
+
+
+def job_states(job_ids: list[str]) -> dict[str, dict]:
+    """What SLURM says of each job: squeue for the jobs it holds, sacct for the rest; a job neither
+    lists while squeue answers has ended ({"State": "ENDED"}: purged, or no accounting)."""
+    states = sacct_states(job_ids)
+    live = squeue_states(job_ids)
+    if live is None:
+        return states
+    for job in job_ids:
+        if job in live:
+            states[job] = live[job]
+        elif states.get(job, {}).get("State") in LIVE or job not in states:
+            states[job] = {"State": "ENDED", "NodeList": ""}
+    return states
+
+
+def _elapsed_minutes(text: str) -> float | None:
+    """squeue's %M (M:SS, H:MM:SS or D-HH:MM:SS) in minutes."""
+    days, _, clock = text.rpartition("-")
+    try:
+        parts = [int(p) for p in clock.split(":")]
+        seconds = sum(p * 60 ** i for i, p in enumerate(reversed(parts))) + 86400 * int(days or 0)
+    except ValueError:
+        return None
+    return seconds / 60
 
 
 def _alive(running: dict, states: dict) -> bool:
@@ -77,7 +144,7 @@ def stage_states(out: Path) -> list[dict]:
         raise UserError(f"{out} holds no lab run (no {LAB_INFO}); give the --out of `comco lab run`")
     stages = build_stages(load_recipe(out / "recipe.toml", info["scale"]))
     registry = _read(out / JOBS) or {}
-    states = sacct_states([e["jobs"][-1] for e in registry.values() if e.get("jobs") and e.get("cluster") == "slurm"])
+    states = job_states([e["jobs"][-1] for e in registry.values() if e.get("jobs") and e.get("cluster") == "slurm"])
     rows = []
     for s in stages:
         d = stage_dir(out, s)
@@ -96,10 +163,17 @@ def stage_states(out: Path) -> list[dict]:
                        devices=running.get("devices"))
         elif failed is not None:
             row.update(state="failed", job=job, message=failed.get("message"), log=failed.get("log_tail", []))
+        elif job is not None and states.get(job, {}).get("State") == "RUNNING":
+            # started, its process not yet in the stage (python and the stage's imports take seconds)
+            minutes = _elapsed_minutes(states[job].get("Elapsed", ""))
+            row.update(state="running", job=job, node=states[job].get("NodeList") or "?",
+                       minutes=0.0 if minutes is None else minutes, devices=None)
         elif job is not None and states.get(job, {}).get("State", "PENDING") in LIVE:
             row.update(state="queued", job=job)
         else:
-            row.update(state="left", stale=(d / STAGE_INFO).is_file())
+            ended = states.get(job, {}).get("State") if job is not None else None
+            row.update(state="left", stale=(d / STAGE_INFO).is_file(), job=job,
+                       ended=ended if ended and ended not in ("COMPLETED", "ENDED") else None)
         rows.append(row)
     return rows
 
@@ -120,6 +194,8 @@ def status_lines(out: Path, log_lines: int = 5) -> list[str]:
             line += f"  job {r['job']}"
         elif r["state"] == "failed":
             line += f"  {r['message']}" + (f" (job {r['job']})" if r.get("job") else "")
+        elif r.get("ended"):
+            line += f"  job {r['job']} {r['ended']}; the next `comco lab run` starts it again"
         elif r.get("stale"):
             line += "  (finished at another hash: its settings, inputs or code changed since)"
         lines.append(line.rstrip())

@@ -8,8 +8,11 @@ JobID,State,NodeList --parsable2 -j N` prints a header and one `|`-separated row
 signals the job step's task (the process srun started), plain `scancel N` ends the job;
 `scontrol requeue N` runs it again when it exits (SLURM_RESTART_COUNT counts the restarts);
 `--dependency=afterok:N` holds a job until N completed; `sinfo -h -o %P` lists
-$FAKE_SLURM_PARTITIONS (default gpu*,cpu); `kill N` (no SLURM command: the tests' lost
-node) SIGKILLs a job. State lives in $FAKE_SLURM_DIR.
+$FAKE_SLURM_PARTITIONS (default gpu*,cpu) and `sinfo -N` a node of $FAKE_SLURM_NODE in each;
+`kill N` (no SLURM command: the tests' lost node) SIGKILLs a job. State lives in
+$FAKE_SLURM_DIR. The faults a real SLURM gives only when it is so configured:
+$FAKE_SLURM_REFUSE (sbatch refuses jobs whose name matches), $FAKE_SLURM_NO_ACCOUNTING (sacct
+fails), $FAKE_SLURM_MAX_ARRAY (scontrol show config's MaxArraySize).
 """
 
 from __future__ import annotations
@@ -74,6 +77,11 @@ def matching(spec: str) -> list[dict]:
 def sbatch(args: list[str]) -> None:
     script = Path(args[-1]).read_text()
     opts = dict(re.findall(r"^#SBATCH --([\w-]+)(?:=(.*))?$", script, flags=re.M))
+    refuse = os.environ.get("FAKE_SLURM_REFUSE")  # a regex: jobs whose name matches are refused, as sbatch does
+    if refuse and re.search(refuse, opts.get("job-name", "sbatch")):
+        print("sbatch: error: Batch job submission failed: Requested node configuration is not available",
+              file=sys.stderr)
+        raise SystemExit(1)
     with locked():
         counter = state_dir() / "next_id"
         jid = int(counter.read_text()) if counter.exists() else 1000
@@ -188,8 +196,11 @@ def kill(job: str) -> None:
 
 
 def scontrol(args: list[str]) -> None:
+    if args[:2] == ["show", "config"]:
+        print(f"MaxArraySize            = {os.environ.get('FAKE_SLURM_MAX_ARRAY', '1001')}")
+        return
     if args[:1] != ["requeue"]:
-        raise SystemExit(f"fake scontrol: only 'requeue' ({args})")
+        raise SystemExit(f"fake scontrol: only 'requeue' and 'show config' ({args})")
     for spec in args[1:]:
         for rec in matching(spec):
             update(rec["id"], requeue=True)
@@ -203,14 +214,21 @@ def _elapsed(rec: dict) -> str:
 
 
 def sacct(args: list[str]) -> None:
-    fields, ids, i = ["JobID", "State", "NodeList"], [], 0
+    """$FAKE_SLURM_NO_ACCOUNTING set: sacct fails as on a cluster without slurmdbd."""
+    if os.environ.get("FAKE_SLURM_NO_ACCOUNTING"):
+        print("sacct: error: Slurm accounting storage is disabled", file=sys.stderr)
+        raise SystemExit(1)
+    fields, ids, header, i = ["JobID", "State", "NodeList"], [], True, 0
     while i < len(args):
         if args[i] in ("-o", "--format"):
             fields, i = args[i + 1].split(","), i + 1
         elif args[i] in ("-j", "--jobs"):
             ids, i = ids + args[i + 1].split(","), i + 1
+        elif args[i] in ("-n", "--noheader"):
+            header = False
         i += 1
-    print("|".join(fields))
+    if header:
+        print("|".join(fields))
     for spec in ids:
         for rec in matching(spec):
             row = {"JobID": rec["id"], "State": rec["state"], "NodeList": rec["node"] or "None assigned",
@@ -267,10 +285,18 @@ def srun(args: list[str]) -> None:
 
 
 def sinfo(args: list[str]) -> None:
-    """`sinfo -h -o %P`: the partitions, one a line, the default marked with "*" ($FAKE_SLURM_PARTITIONS)."""
+    """`sinfo -h -o %P`: the partitions, one a line, the default marked with "*" ($FAKE_SLURM_PARTITIONS);
+    `sinfo -h -N -o %P|%c|%m|%G|%l`: one node in each, $FAKE_SLURM_NODE (CPUs|memory MB|GRES|time
+    limit, default 64|512000|gpu:8|infinite)."""
+    partitions = os.environ.get("FAKE_SLURM_PARTITIONS", "gpu*,cpu").split(",")
+    if "-N" in args and "%P|%c|%m|%G|%l" in args:
+        node = os.environ.get("FAKE_SLURM_NODE", "64|512000|gpu:8|infinite")
+        for name in partitions:
+            print(f"{name}|{node}")
+        return
     if "%P" not in args:
-        raise SystemExit(f"fake sinfo: only -h -o %P ({args})")
-    for name in os.environ.get("FAKE_SLURM_PARTITIONS", "gpu*,cpu").split(","):
+        raise SystemExit(f"fake sinfo: only -h -o %P and -h -N -o %P|%c|%m|%G|%l ({args})")
+    for name in partitions:
         print(name)
 
 

@@ -15,6 +15,15 @@ from pathlib import Path
 LOGS = "logs"  # OUT/stages/<id>/logs/: what a stage printed, per attempt
 RUNNING = "running.json"  # in logs/ while a process runs the stage: pid, node, job, start
 FAILED = "failed.json"  # in logs/ after a failed attempt: the message and the end of the log
+# One owner at a time: a process runs a stage only while it holds the lock on logs/owner.lock.
+# A SLURM job that is requeued or cancelled runs on for up to KillWait (30 s; submitit ignores
+# SIGTERM), so its stage may be finished by it while the next attempt of the job starts or waits:
+# the owner that finishes writes logs/finished.json, and a later owner at the same hash returns
+# that instead of running the stage again. The driver removes finished.json when it (re)starts
+# the stage (comco.lab.run._start). logs/owners.jsonl has one line per owner: what it did.
+OWNER = "owner.lock"
+FINISHED = "finished.json"
+OWNERS = "owners.jsonl"
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,8 @@ def log_tail(path: Path, lines: int = 12) -> list[str]:
 
 
 def run_call(call: StageCall) -> tuple[dict, float]:
-    """Run one stage's work here; (its summary, its seconds). Every executor ends up here."""
+    """Run one stage's work here; (its summary, its seconds). Every executor ends up here.
+    The stage runs only under its owner lock, and not again once an owner finished it."""
     import os
     import socket
     import time
@@ -112,15 +122,64 @@ def run_call(call: StageCall) -> tuple[dict, float]:
 
     logs = Path(call.out) / LOGS
     logs.mkdir(parents=True, exist_ok=True)
-    (logs / FAILED).unlink(missing_ok=True)
-    write_json(logs / RUNNING, {"pid": os.getpid(), "node": socket.gethostname(), "started": time.time(),
-                                "job_id": slurm_job_id(), "devices": os.environ.get("CUDA_VISIBLE_DEVICES")})
-    t0 = time.perf_counter()
+    with open(logs / OWNER, "a") as lock:
+        waited = _take(lock, logs, call.id)
+        me = {"pid": os.getpid(), "node": socket.gethostname(), "job_id": slurm_job_id(), "waited_s": round(waited, 1)}
+        done = _read_json(logs / FINISHED)
+        if done is not None and done.get("hash") == call.hash:
+            _note_owner(logs, {**me, "did": "found it finished", "by": done.get("job_id") or done.get("pid")})
+            return done["summary"], done["seconds"]
+        (logs / FAILED).unlink(missing_ok=True)
+        write_json(logs / RUNNING, {"pid": me["pid"], "node": me["node"], "started": time.time(),
+                                    "job_id": me["job_id"], "devices": os.environ.get("CUDA_VISIBLE_DEVICES")})
+        _note_owner(logs, {**me, "did": "started"})
+        t0 = time.perf_counter()
+        try:
+            summary = execute(call.kind, call.config, call.deps, call.out, call.threads)
+            seconds = time.perf_counter() - t0
+            write_json(logs / FINISHED, {"hash": call.hash, "summary": summary, "seconds": seconds,
+                                         "job_id": me["job_id"], "pid": me["pid"], "time": time.time()})
+            _note_owner(logs, {**me, "did": "finished"})
+        finally:
+            (logs / RUNNING).unlink(missing_ok=True)
+    return summary, seconds
+
+
+def _take(lock, logs: Path, stage: str) -> float:
+    """Hold the stage's owner lock (waiting for an owner that still runs it); the seconds waited."""
+    import fcntl
+    import sys
+    import time
+
     try:
-        summary = execute(call.kind, call.config, call.deps, call.out, call.threads)
-    finally:
-        (logs / RUNNING).unlink(missing_ok=True)
-    return summary, time.perf_counter() - t0
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return 0.0
+    except BlockingIOError:
+        pass
+    owner = _read_json(logs / RUNNING) or {}
+    who = ", ".join(f"{k} {owner[k]}" for k in ("job_id", "node", "pid") if owner.get(k)) or "another process"
+    print(f"comco: stage {stage} is held by {who}; waiting for it to end", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return time.perf_counter() - t0
+
+
+def _read_json(path: Path) -> dict | None:
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _note_owner(logs: Path, entry: dict) -> None:
+    import json
+    import time
+
+    with open(logs / OWNERS, "a", encoding="utf-8") as f:
+        f.write(json.dumps({**entry, "time": time.time()}) + "\n")
 
 
 def slurm_job_id() -> str | None:

@@ -20,14 +20,16 @@ import json
 import os
 import socket
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import submitit
 from submitit.core.utils import FailedJobError, UncompletedJobError
 
+from comco.errors import UserError
 from comco.io import write_json
 from comco.lab.executors.base import LOGS, Executor, Outcome, StageCall, StageFailed, log_tail, run_call
-from comco.lab.executors.slurm_request import DEFAULTS, request
+from comco.lab.executors.slurm_request import DEFAULTS, describe, request
 
 JOBS = "jobs.json"
 JOB_FOLDER = "slurm"
@@ -108,6 +110,27 @@ def sbatch_parameters(req: dict, name: str) -> dict:
         if key in req:
             params[f"slurm_{key}"] = req[key]
     return params
+
+
+@contextmanager
+def sbatch_errors():
+    """sbatch's refusal as SbatchRefused with sbatch's own words on one line (submitit prints
+    sbatch's stderr and raises FailedJobError; the caller makes it a UserError)."""
+    import contextlib
+    import io
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            yield
+    except FailedJobError as exc:
+        lines = [" ".join(line.split()).removeprefix("sbatch: error: ")
+                 for line in (str(exc) or said.getvalue()).splitlines() if line.strip()]
+        raise SbatchRefused("; ".join(lines)[:400] or "no message") from None
+
+
+class SbatchRefused(Exception):
+    """sbatch said no; its message."""
 
 
 class SlurmExecutor(Executor):
@@ -202,8 +225,14 @@ class SlurmExecutor(Executor):
 
     def _submit(self, kind: str, group: list[StageCall]) -> None:
         ex = self._executor(kind, group[0].id if len(group) == 1 else f"comco-{kind}")
-        with ex.batch():  # one job array for the group (one job when it is alone)
-            jobs = [ex.submit(StageJob(call)) for call in group]
+        try:
+            with sbatch_errors(), ex.batch():  # one job array for the group (one job when it is alone)
+                jobs = [ex.submit(StageJob(call)) for call in group]
+        except SbatchRefused as exc:
+            raise UserError(f"sbatch refused the {kind} job(s) of {group[0].id}{' ...' if len(group) > 1 else ''} "
+                            f"({exc}); asked for {describe(request(self.settings, kind))}: change [run.slurm] or "
+                            f"[run.slurm.{kind}] in the recipe and run the same command again (finished stages are "
+                            "kept)") from None
         for call, job in zip(group, jobs):
             self._record(call, job.job_id)
             self._link_logs(call, job)
