@@ -195,7 +195,7 @@ def status_lines(out: Path, log_lines: int = 5) -> list[str]:
         elif r["state"] == "failed":
             line += f"  {r['message']}" + (f" (job {r['job']})" if r.get("job") else "")
         elif r.get("ended"):
-            line += f"  job {r['job']} {r['ended']}; the next `comco lab run` starts it again"
+            line += f"  job {r['job']} {r['ended']}; the next comco lab run starts it again"
         elif r.get("stale"):
             line += "  (finished at another hash: its settings, inputs or code changed since)"
         lines.append(line.rstrip())
