@@ -12,11 +12,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from comco.cli.options import Out, Overwrite, PlanOptions, Quiet, Resume, Singles, with_plan_options
+from comco.cli.options import ComcoGroup, Out, Overwrite, PlanOptions, Quiet, Resume, Singles, with_plan_options
 from comco.cli.say import say
 from comco.errors import UserError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(cls=ComcoGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find, explain and remove the order and size biases of CLIP-style models.")
 objects_app = typer.Typer(no_args_is_help=True, help="Inspect, preview and validate object sets.")
 dataset_app = typer.Typer(no_args_is_help=True, help="Work with dataset folders.")
@@ -194,29 +194,20 @@ def _bpy_module(module: str, *args: str) -> str:
     return r.stdout
 
 
-def _image_out(out: Path) -> None:
-    """--out of a PNG: a file in an existing or creatable folder, checked before Blender starts."""
-    from comco.io import require_folder
-
-    if out.is_dir():
-        raise UserError(f"--out {out} is a folder; give the PNG's file name (e.g. {out / 'sheet.png'})")
-    require_folder(out.parent, "--out's folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-
-
 @objects_app.command("preview")
 def objects_preview(
     object_set: Annotated[str, typer.Argument(help="Set name or folder.")], out: Out,
     preset: Annotated[str, typer.Option(help="draft or cycles.")] = "draft",
-    size: Annotated[int, typer.Option(help="Tile size in pixels.")] = 192,
+    tile: Annotated[int, typer.Option("--tile", help="Cell size in pixels.")] = 192,
 ):
-    """A labelled contact sheet of every object, from the renderer's camera and light."""
+    """A labelled contact sheet of every object, from the renderer's camera and light (OUT/objects.png)."""
+    from comco.cli.options import opened, png_in
     from comco.manifest import load_object_set
 
     load_object_set(object_set)  # manifest errors end here, with one line
-    _image_out(out)
-    _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size))
-    typer.echo(f"contact sheet -> {out}")
+    png = png_in(out, "objects.png")
+    _bpy_module("comco.scenes.preview", object_set, str(png), preset, str(tile))
+    opened(png)
 
 
 @objects_app.command("show")
@@ -224,15 +215,16 @@ def objects_show(
     object_set: Annotated[str, typer.Argument(help="Set name or folder.")],
     name: Annotated[str, typer.Argument(help="Object name.")], out: Out,
     preset: Annotated[str, typer.Option(help="draft (default, as preview) or cycles.")] = "draft",
-    size: Annotated[int, typer.Option(help="Image size in pixels.")] = 384,
+    resolution: Annotated[int, typer.Option("--resolution", help="Image size in pixels.")] = 384,
 ):
-    """Render one object alone to a PNG."""
+    """Render one object alone to a PNG (OUT/NAME.png)."""
+    from comco.cli.options import opened, png_in
     from comco.manifest import load_object_set
 
     load_object_set(object_set).get(name)
-    _image_out(out)
-    _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size), name)
-    typer.echo(f"{name} -> {out}")
+    png = png_in(out, f"{name}.png")
+    _bpy_module("comco.scenes.preview", object_set, str(png), preset, str(resolution), name)
+    opened(png)
 
 
 @objects_app.command("validate")
@@ -293,10 +285,31 @@ def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folde
     say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
 
 
+@dataset_app.command("sheet")
+def dataset_sheet(
+    dataset: Annotated[Path, typer.Argument(help="A rendered dataset folder.")], out: Out,
+    limit: Annotated[int, typer.Option(help="Scenes to show, the dataset's first.")] = 16,
+    columns: Annotated[int, typer.Option(help="Scenes per row.")] = 4,
+    tile: Annotated[int, typer.Option(help="Cell width in pixels (small renders are scaled up).")] = 192,
+    template: Annotated[Optional[str], typer.Option(help="Caption template shown under each image (default: and).")] = None,
+    resample: Annotated[str, typer.Option(help="nearest (the rendered pixels) or bicubic.")] = "nearest",
+    quiet: Quiet = False,
+):
+    """A contact sheet of a dataset (OUT/sheet.png): its first scenes, each with its id, size in
+    pixels, a caption and every object's share of the image."""
+    from comco.cli.options import opened, png_in
+    from comco.data import dataset_sheet as draw
+
+    png = png_in(out, "sheet.png")
+    s = draw(dataset, png, limit=limit, columns=columns, tile=tile, template=template, resample=resample)
+    say(quiet, f"{s['scenes']} scenes in {s['rows']} x {s['columns']} ({s['size'][0]} x {s['size'][1]} px)")
+    opened(png, quiet)
+
+
 @dataset_app.command("pairs-sheet")
 def dataset_pairs_sheet(
     dataset: Annotated[Path, typer.Argument(help="A dataset rendered with --pairs.")],
-    out: Annotated[Path, typer.Option("--out", help="The sheet's PNG file; an existing file is replaced only when it is a sheet this command wrote.")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder for pairs-sheet.png (an existing sheet there is replaced only when this command wrote it).")],
     limit: Annotated[int, typer.Option(help="Pair groups (rows) to show, the dataset's first.")] = 8,
     factors: Annotated[Optional[str], typer.Option(help="Factors to show, comma-separated (default: all).")] = None,
     tile: Annotated[int, typer.Option(help="Cell width in pixels (small renders are scaled up).")] = 192,
@@ -305,10 +318,13 @@ def dataset_pairs_sheet(
 ):
     """A contact sheet of counterfactual pairs: per row a base image and its variants, each labelled
     with its factor and the captions the pair probe compares."""
+    from comco.cli.options import opened, png_in
     from comco.data import pair_sheet
 
-    s = pair_sheet(dataset, out, limit=limit, factors=factors, tile=tile, resample=resample)
-    say(quiet, f"{s['rows']} pair groups x {s['columns']} images ({s['size'][0]} x {s['size'][1]} px) -> {out}")
+    png = png_in(out, "pairs-sheet.png")
+    s = pair_sheet(dataset, png, limit=limit, factors=factors, tile=tile, resample=resample)
+    say(quiet, f"{s['rows']} pair groups x {s['columns']} images ({s['size'][0]} x {s['size'][1]} px)")
+    opened(png, quiet)
 
 
 def _interrupted(exc: BaseException) -> bool:

@@ -21,7 +21,7 @@ def probe(
     model: Models = None,
     pretrained: Pretrained = None,
     trust_remote_code: TrustRemoteCode = False,
-    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs,size-class,half-truth,mention (default: all the data supports but size-class, half-truth and mention; mention,matching for a vlm:DIR model).")] = None,
+    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of: tor, ior, i2tor, matching, toc, ioc, binding, attention, pairs, size-class, half-truth, mention (default: all the data supports but size-class, half-truth and mention; mention,matching for a vlm:DIR model).")] = None,
     text_aggregate: Annotated[Optional[str], typer.Option("--text-aggregate", help="per-object: run every text-side probe also with each text embedded as the mean of its mentioned objects' phrase embeddings (ComCO's mitigation); the page shows both.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables, plots and the page (report.md, report.html).")] = None,
     text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
@@ -35,7 +35,7 @@ def probe(
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % intervals (0 to 100,000).")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed for sampling, splits and the bootstrap.")] = 0,
     batch_size: BatchSize = 64,
-    device: Annotated[str, typer.Option("--device", help="cpu or cuda (autocast fp16 on cuda).")] = "cpu",
+    device: Annotated[str, typer.Option("--device", help="auto (cuda when there is one), cpu, cuda or cuda:N (autocast fp16 on cuda).")] = "auto",
     cache: Cache = None,
     no_cache: NoCache = False,
     max_distractors: Annotated[Optional[int], typer.Option("--max-distractors", help="Matching: absent objects per image (default: all).")] = None,
@@ -89,7 +89,7 @@ def probe(
         if not text_only or dataset is not None:
             raise UserError(f"--gallery {gallery} is for --text-only without a DATASET")
     check_seed(seed)
-    check_device(device)
+    device = check_device(device)
     from comco.probes import check_aggregate
 
     check_aggregate(text_aggregate, refs)
