@@ -81,7 +81,7 @@ def test_no_option_name_has_two_meanings():
         assert flag in MEANINGS, f"{flag} is used by {[c for c, _, _ in u]}: give it one meaning in MEANINGS"
         kinds = {k for _, k, _ in u}
         assert kinds == {MEANINGS[flag][0]}, f"{flag}: {u}"
-    for flag, (k, meaning) in MEANINGS.items():
+    for flag in MEANINGS:
         assert flag in uses, f"MEANINGS names {flag}, which no command has"
     for path, cmd in ALL:  # --out is a folder, everywhere
         for p in options(cmd):

@@ -10,7 +10,7 @@ module level; the probes (numpy, torch) load when a command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Callable, List, Optional
 
 import typer
