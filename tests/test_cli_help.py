@@ -97,3 +97,34 @@ def test_every_rename_names_a_new_flag_its_command_has():
         assert r.new in flags, (r.verb, r.new)
         # an old spelling stays a flag of its command only when a value tells them apart (FILE.toml)
         assert r.old not in flags or r.when is not None, (r.verb, r.old)
+
+
+def test_old_spellings_work_with_one_notice(tmp_path):
+    """0.2's --captions (plan) and --templates FILE.toml keep working until 0.3, each with one line."""
+    from comco.io import read_jsonl
+
+    extra = tmp_path / "mine.toml"
+    extra.write_text('[stack]\nobject = "{a} {name}"\njoin = " on "\ncaption = "{objects}, stacked"\n')
+    new = CliRunner().invoke(app, ["plan", "--n", "3", "--objects", "2", "--templates", "and,stack",
+                                   "--templates-file", str(extra), "--quiet", "--out", str(tmp_path / "new")])
+    assert new.exit_code == 0, new.output
+    old = CliRunner().invoke(app, ["plan", "--n", "3", "--objects", "2", "--captions", "and,stack",
+                                   f"--templates={extra}", "--quiet", "--out", str(tmp_path / "old")])
+    assert old.exit_code == 0, old.output
+    notes = old.stderr.splitlines()
+    assert notes == ["comco: --captions is now --templates (the old spelling works until comco 0.3)",
+                     "comco: --templates FILE.toml is now --templates-file (the old spelling works until comco 0.3)"]
+    assert not new.stderr
+    same = [list(read_jsonl(tmp_path / d / "scenes.jsonl")) for d in ("new", "old")]
+    assert same[0] == same[1] and set(same[0][0]["captions"]) == {"and", "stack"}
+
+
+def test_rename_args_leaves_values_and_other_verbs_alone():
+    from comco.cli.options import rename_args
+
+    # a value that happens to read like an old flag, after --, or in another verb, stays
+    assert rename_args(["--captions", "x.json", "--out", "o"], "captions stats") == ["--captions", "x.json",
+                                                                                    "--out", "o"]
+    assert rename_args(["--templates", "and,photo"], "plan") == ["--templates", "and,photo"]
+    assert rename_args(["--", "--captions"], "plan") == ["--", "--captions"]
+    assert rename_args(["--size", "32"], "objects show") == ["--resolution", "32"]

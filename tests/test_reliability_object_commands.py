@@ -59,8 +59,9 @@ def run(*args):
 
 
 def test_preview_of_a_two_object_set(pair, tmp_path):
-    sheet = tmp_path / "sheet.png"
-    r = run("objects", "preview", pair, "--out", sheet, "--size", "32")
+    r = run("objects", "preview", pair, "--out", tmp_path, "--tile", "32")
+    sheet = tmp_path / "objects.png"
+    assert r.stdout.splitlines()[-1] == f"open {sheet}"
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     with Image.open(sheet) as im:
         assert im.width >= 2 * 32  # two tiles side by side
@@ -68,7 +69,7 @@ def test_preview_of_a_two_object_set(pair, tmp_path):
 
 def test_show_one_object_of_a_two_object_set(pair, tmp_path):
     png = tmp_path / "ball.png"
-    r = run("objects", "show", pair, "ball", "--out", png, "--size", "32", "--preset", "draft")
+    r = run("objects", "show", pair, "ball", "--out", tmp_path, "--resolution", "32", "--preset", "draft")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     with Image.open(png) as im:
         assert im.size[0] >= 32

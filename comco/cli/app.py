@@ -206,6 +206,7 @@ def objects_preview(
 
     load_object_set(object_set)  # manifest errors end here, with one line
     png = png_in(out, "objects.png")
+    png.parent.mkdir(parents=True, exist_ok=True)
     _bpy_module("comco.scenes.preview", object_set, str(png), preset, str(tile))
     opened(png)
 
@@ -223,6 +224,7 @@ def objects_show(
 
     load_object_set(object_set).get(name)
     png = png_in(out, f"{name}.png")
+    png.parent.mkdir(parents=True, exist_ok=True)
     _bpy_module("comco.scenes.preview", object_set, str(png), preset, str(resolution), name)
     opened(png)
 

@@ -263,10 +263,8 @@ def png_in(out: Path, name: str) -> Path:
     if out.suffix.lower() == ".png":
         deprecated("--out FILE.png", f"--out FOLDER (the file is FOLDER/{name})")
         require_folder(out.parent, "--out's folder")
-        out.parent.mkdir(parents=True, exist_ok=True)
         return out
     require_folder(out, "--out")
-    out.mkdir(parents=True, exist_ok=True)
     return out / name
 
 
