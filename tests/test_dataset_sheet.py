@@ -47,7 +47,7 @@ def test_measured_sizes_are_shares_of_the_image():
               "objects": [{"name": "ball", "size_rank": 1, "measured": {"fraction": 0.0123}},
                           {"name": "cube", "size_rank": 0, "measured": {"fraction": 0.0712}}]}
     assert scene_lines(record, "and") == ("000007  96 x 64 px", "photo: a photo of a cube and a ball",
-                                          "cube 7.1 %, ball 1.2 %")
+                                          "cube 7.1%, ball 1.2%")
 
 
 def test_a_planned_dataset_or_a_file_out_is_one_line(tmp_path, capsys):

@@ -58,6 +58,8 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
                              cache_dir=None if no_cache else (cache or DEFAULT_CACHE),
                              analyses=names, progress=progress, say=(lambda _: None) if quiet else typer.echo)
         note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is
+        if not quiet:
+            typer.echo(f"open {out / f'{kind}.md'}")  # the one file to open, last
     except UserError as err:
         typer.echo(f"comco: error: {err}", err=True)  # as comco.cli.app.main prints it
         raise typer.Exit(err.exit_code) from None

@@ -69,7 +69,8 @@ def run(
         raise typer.Exit(1) from None
     if not quiet:
         typer.echo(f"ran {len(result['ran'])} stages, {len(result['skipped'])} were done already, "
-                   f"{result['wall_seconds'] / 60:.1f} min -> {out / 'report.md'}")
+                   f"{result['wall_seconds'] / 60:.1f} min")
+        typer.echo(f"open {out / 'report.html'}")  # the one file to open, last
 
 
 

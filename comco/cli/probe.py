@@ -118,3 +118,4 @@ def probe(
         for k, why in results["skipped"].items():
             typer.echo(f"skipped {k}: {why}")
         typer.echo(f"wrote {len(written)} files to {out}")
+        typer.echo(f"open {out / 'report.html'}")  # the one file to open, last

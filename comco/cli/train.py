@@ -86,6 +86,7 @@ def _report(kind: str, summary: dict) -> None:
         typer.echo(f"binding accuracy (held-out): {before.get('test', float('nan')):.3f} -> "
                    f"{after.get('test', float('nan')):.3f} (train {before.get('train', float('nan')):.3f} -> "
                    f"{after.get('train', float('nan')):.3f})")
+        typer.echo(f"open {Path(summary['checkpoint']).parent / 'binding.json'}")  # the one file to open, last
 
 
 @app.command()

@@ -152,7 +152,7 @@ def scene_lines(record: dict, template: str | None = None) -> tuple[str, ...]:
     sizes = []
     for o in objs:
         fraction = (o.get("measured") or {}).get("fraction")
-        size = f"{100 * fraction:.1f} %" if isinstance(fraction, (int, float)) else f"x{o.get('scale', 0):.2g}"
+        size = f"{100 * fraction:.1f}%" if isinstance(fraction, (int, float)) else f"x{o.get('scale', 0):.2g}"
         sizes.append(f"{o.get('name', '?')} {size}")
     return f"{record.get('id', '?')}  {w} x {h} px", caption, ", ".join(sizes)
 
