@@ -260,6 +260,10 @@ def _number(where: str, key: str, value, lo: float, hi: float) -> float:
     return float(value)
 
 
+# The share of its box's outline an object may cover (the planner's fill; calibrate measures it).
+FILL_RANGE = (0.05, 1.0)
+
+
 def _parse_object(where: str, raw, palette: dict, root: Path) -> ObjectSpec:
     if not isinstance(raw, dict):
         raise UserError(f"{where}: each [[objects]] entry must be a table, got {raw!r}")
@@ -320,7 +324,8 @@ def _parse_object(where: str, raw, palette: dict, root: Path) -> ObjectSpec:
     if material is not None:
         _text(where, "material", material)
     fill = raw.get("fill")
-    if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float)) or not 0.05 <= fill <= 1):
+    if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float))
+                             or not FILL_RANGE[0] <= fill <= FILL_RANGE[1]):
         raise UserError(f"{where}: fill must be a share between 0.05 and 1 "
                         f"(`comco objects calibrate` measures it), got {fill!r}")
     return ObjectSpec(
@@ -390,9 +395,16 @@ def hash_manifest(data: dict, root: Path, objects: list[ObjectSpec]) -> str:
 
 
 
+def clamp_fill(fill: float) -> float:
+    """A measured fill as a manifest holds it: inside FILL_RANGE. A box covers all of its outline,
+    and the pixel edges of the measurement can put it a little over 1 (1.001): that is 1."""
+    return min(FILL_RANGE[1], max(FILL_RANGE[0], float(fill)))
+
+
 def write_fills(manifest: Path, fills: dict[str, float]) -> None:
     """Set `fill = X` in each named object's table of a manifest, keeping the rest of the
-    text as it is (comments, order). The new text must load before it replaces the file."""
+    text as it is (comments, order); each fill is clamped into FILL_RANGE first (clamp_fill).
+    The new text must load before it replaces the file."""
     import re
 
     manifest = Path(manifest)
@@ -411,7 +423,7 @@ def write_fills(manifest: Path, fills: dict[str, float]) -> None:
             at -= 1  # after the table's last key, before its blank lines and trailing comments
         if not table[at - 1].endswith("\n"):
             table[at - 1] += "\n"
-        table.insert(at, f"fill = {fills[name]:.3f}\n")
+        table.insert(at, f"fill = {clamp_fill(fills[name]):.3f}\n")
     text = "".join("".join(t) for t in tables)
     parse_manifest(tomllib.loads(text), manifest.parent, manifest)
     write_text(manifest, text)

@@ -259,7 +259,7 @@ def objects_calibrate(
     """Measure how much of its box's outline each object covers (the planner's `fill`)."""
     import json
 
-    from comco.manifest import MANIFEST_NAME, load_object_set, write_fills
+    from comco.manifest import MANIFEST_NAME, clamp_fill, load_object_set, write_fills
 
     oset = load_object_set(object_set)
     if not 32 <= resolution <= 1024 or turns < 1:
@@ -268,7 +268,9 @@ def objects_calibrate(
                       .strip().splitlines()[-1])
     for r in rows:
         old = oset.get(r["name"]).fill
-        typer.echo(f"{r['name']:<14} fill {r['fill']:.3f}  (turns {r['lowest']:.3f}..{r['highest']:.3f})"
+        kept = clamp_fill(r["fill"])
+        clamped = "" if kept == r["fill"] else f" (measured {r['fill']:.3f}, clamped)"
+        typer.echo(f"{r['name']:<14} fill {kept:.3f}  (turns {r['lowest']:.3f}..{r['highest']:.3f}){clamped}"
                    f"{'' if old is None else f'  manifest {old:.3f}'}")
     if write:
         write_fills(oset.root / MANIFEST_NAME, {r["name"]: r["fill"] for r in rows})
