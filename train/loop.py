@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from comco.io import write_json, write_text
 from comco.progress import progress
 from comco.train import distributed
 from comco.train.config import TrainConfig, differing_fields
-from comco.train.schedule import step_indices, warmup_cosine
+from comco.train.schedule import short_warmup, step_indices, warmup_cosine
 from comco.train.task import Task
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -112,6 +113,9 @@ class Trainer:
             self.trained = nn.parallel.DistributedDataParallel(self.module, device_ids=ids)
         self.optimizer = make_optimizer(task.param_groups(cfg.weight_decay), cfg)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, warmup_cosine(cfg.warmup, self.total_steps))
+        note = short_warmup(cfg.warmup, self.total_steps, cfg.lr)
+        if note and distributed.is_main() and not cfg.quiet:
+            print(f"comco: {note}", file=sys.stderr)
         self.amp_dtype = autocast_dtype(cfg.precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.step = 0
