@@ -156,6 +156,26 @@ def tables(results: dict) -> dict[str, list[dict]]:
     return out
 
 
+def probe_rows(results: dict, probe: str, metric: str | None = None) -> list[dict]:
+    """One probe's measured numbers as flat rows (comco.probe_table): one per group, metric, model
+    and role, with the interval, the trials, the resampled units, chance and whether the page
+    reads it (`readable`)."""
+    rows = []
+    for t in tables(results).get(probe, []):
+        if metric is not None and t["metric"] != metric:
+            continue
+        for model, by_role in t["rows"].items():
+            for role in t["roles"]:
+                s = by_role.get(role)
+                if s is None:
+                    continue
+                rows.append({"group": t["group"], "metric": t["metric"], "n_objects": t["n_objects"],
+                             "model": model, "role": role, "value": value(s), "lo": s.get("lo"),
+                             "hi": s.get("hi"), "n": s.get("n"), "units": units(s), "chance": s.get("chance"),
+                             "readable": readable(s)})
+    return rows
+
+
 def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
     """(header, rows, note) of one table: measured rows, a chance row, published rows (marked); the
     note holds the counts and the reason of every "–"."""

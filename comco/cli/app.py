@@ -44,27 +44,11 @@ def _register_parts() -> None:
 _register_parts()
 
 
-def plan_config(plan_options: dict):
-    """The planning options of plan and render as a PlanConfig (the one way configs are built)."""
-    from comco.plan import PlanConfig
-
-    return PlanConfig.from_dict(plan_options)
-
-
-def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:
-    """The render options' ranges, before anything is planned or written."""
-    if samples is not None and not 1 <= samples <= 65536:
-        raise UserError(f"--samples {samples}: use 1..65536 Cycles samples (or leave it to the preset)")
-    if not 0.0 <= min_visible <= 1.0:
-        raise UserError(f"--min-visible {min_visible}: a fraction of each object in 0..1")
-    if min_pixels < 0:
-        raise UserError(f"--min-pixels {min_pixels}: a pixel count, 0 or more")
-    if not 0 <= max_retries <= 100:
-        raise UserError(f"--max-retries {max_retries}: use 0..100 re-plans per scene")
-    if max_per_worker < 1:
-        raise UserError(f"--max-per-worker {max_per_worker}: at least 1 image per worker")
-    if threads < 0:
-        raise UserError(f"--threads {threads}: 0 (all cores) or more")
+def api_options(plan_options: dict) -> dict:
+    """The planning options of plan and render by the API's keyword names (comco.api: a template
+    list is `templates`, a template file `templates_file`, as on the command line)."""
+    names = {"captions": "templates", "templates": "templates_file"}
+    return {names.get(k, k): v for k, v in plan_options.items()}
 
 
 @app.command()
@@ -72,13 +56,11 @@ def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_
 def plan(out: Out, plan_options: PlanOptions, singles: Singles = False, overwrite: Overwrite = False,
          resume: Resume = False, quiet: Quiet = False):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
-    from comco.data import run_plan
-    from comco.io import require_folder
+    from comco.api import plan_dataset
 
-    require_folder(out, "--out")
-    cfg = plan_config(plan_options)
-    stats = run_plan(cfg, out, overwrite=overwrite, resume=resume, quiet=quiet, singles=singles)
-    say(quiet, f"planned {stats['images']} {'images' if cfg.pairs else 'scenes'} in {stats['seconds']:.1f} s "
+    stats = plan_dataset(out, singles=singles, overwrite=overwrite, resume=resume, quiet=quiet,
+                         **api_options(plan_options))
+    say(quiet, f"planned {stats['images']} {'images' if stats['pairs'] else 'scenes'} in {stats['seconds']:.1f} s "
                 f"({stats['replanned']} re-planned to fit) -> {out}")
 
 
@@ -122,22 +104,17 @@ def render(
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
-    from comco.io import require_folder
-    from comco.render import RenderOptions, check_passes, parse_shard, run_render
+    from comco.api import render_dataset, render_setup
 
-    _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
-    require_folder(out, "--out")
-    cfg = plan_config(plan_options)
-    check_passes(cfg, preset)
-    opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
-                         max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
-                         min_pixels=min_pixels,
-                         min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads,
-                         image_timeout=image_timeout)
+    given = dict(preset=preset, device=device, samples=samples, workers=workers, max_per_worker=max_per_worker,
+                 masks=masks, coco=coco, singles=singles, min_pixels=min_pixels, min_visible=min_visible,
+                 max_retries=max_retries, shard=shard, threads=threads, image_timeout=image_timeout,
+                 **api_options(plan_options))
     if executor != "local" or shards != 1:
+        cfg, opts = render_setup(out, **given)
         _render_jobs(cfg, opts, out, executor, shards, quiet)
         return
-    s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
+    s = render_dataset(out, overwrite=overwrite, resume=resume, quiet=quiet, **given)
     per = s["seconds"] / max(1, s["rendered"])
     crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""
     crashes += f", {s['hung']} hung workers replaced" if s["hung"] else ""
