@@ -128,3 +128,14 @@ def test_rename_args_leaves_values_and_other_verbs_alone():
     assert rename_args(["--templates", "and,photo"], "plan") == ["--templates", "and,photo"]
     assert rename_args(["--", "--captions"], "plan") == ["--", "--captions"]
     assert rename_args(["--size", "32"], "objects show") == ["--resolution", "32"]
+
+
+def test_the_cli_reference_lists_every_rename_and_meaning():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "cli.md").read_text()
+    table = text.split("## Renamed options", 1)[1]
+    for r in RENAMED:
+        assert f"`{r.old}" in table and f"`{r.new}" in table, (r.verb, r.old, r.new)
+    for flag in MEANINGS:
+        assert f"`{flag}`" in text, flag
