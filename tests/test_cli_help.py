@@ -139,3 +139,11 @@ def test_the_cli_reference_lists_every_rename_and_meaning():
         assert f"`{r.old}" in table and f"`{r.new}" in table, (r.verb, r.old, r.new)
     for flag in MEANINGS:
         assert f"`{flag}`" in text, flag
+
+
+@pytest.mark.parametrize("path", [(), ("objects",), ("dataset",), ("train",), ("eval",), ("lab",), ("captions",)],
+                         ids=lambda p: " ".join(p) or "comco")
+def test_group_help_is_whole_at_80_columns(path):
+    r = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.output.splitlines()) <= 80 and "…" not in r.output
