@@ -1,6 +1,6 @@
 """Contact sheets and single-object renders, from the renderer's own camera and light.
 
-`comco objects preview SET --out sheet.png` and `comco objects show SET NAME` call
+`comco objects preview SET --out DIR` and `comco objects show SET NAME --out DIR` call
 these in a worker-like bpy process. Each object is planned as a reference single
 (alone, centred, the large object's size), so the sheet shows exactly what probes see.
 """

@@ -167,14 +167,14 @@ class Trainer:
 
         ckpt = load_checkpoint(path)
         if not isinstance(ckpt.get("config"), dict):
-            raise UserError(f"--resume {path}: damaged checkpoint (no training configuration); start a new --out")
+            raise UserError(f"--resume-from {path}: damaged checkpoint (no training configuration); start a new --out")
         if "optimizer" not in ckpt:
-            raise UserError(f"--resume {path}: holds weights only, no training state; "
+            raise UserError(f"--resume-from {path}: holds weights only, no training state; "
                             "start a new run with --init ckpt:PATH instead")
         differ = differing_fields(ckpt.get("config", {}), self.cfg.to_dict())
         if differ or ckpt.get("config_hash") != self.cfg.identity_hash():
             shown = ", ".join(f"--{k.replace('_', '-')}" for k in differ[:4]) or "settings"
-            raise UserError(f"--resume {path}: that checkpoint was trained with other {shown}; "
+            raise UserError(f"--resume-from {path}: that checkpoint was trained with other {shown}; "
                             "resume with the same options or start a new --out")
         try:
             self.task.load_state(ckpt)
@@ -188,7 +188,7 @@ class Trainer:
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             # the configuration matched but the state does not fit it: an edited or damaged file
             first = (str(exc).strip().splitlines() or [""])[0][:120]
-            raise UserError(f"--resume {path}: damaged checkpoint ({exc.__class__.__name__}: {first}); "
+            raise UserError(f"--resume-from {path}: damaged checkpoint ({exc.__class__.__name__}: {first}); "
                             "resume from an earlier copy or start a new --out") from None
 
     # ---------------------------------------------------------------- one step
@@ -276,7 +276,7 @@ class Trainer:
         except KeyboardInterrupt:
             self.save(CHECKPOINT_NAME)
             raise UserError(
-                f"interrupted at step {self.step}; continue with --resume {self.out / CHECKPOINT_NAME}"
+                f"interrupted at step {self.step}; continue with --resume-from {self.out / CHECKPOINT_NAME}"
             ) from None
         finally:
             _close(batches)

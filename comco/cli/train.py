@@ -8,7 +8,7 @@
 
 Every kind shares one training loop: seeded data order, --accum, AMP on GPUs,
 checkpoints every --checkpoint-every steps and at the end (`model.pt`, loadable as
-ckpt:PATH), --resume, metrics.jsonl; multi-GPU by starting it with torchrun.
+ckpt:PATH), --resume-from, metrics.jsonl; multi-GPU by starting it with torchrun.
 Only typer is imported here; torch loads when a command runs.
 """
 
