@@ -25,7 +25,7 @@ def test_dry_run_lists_every_stage_with_an_estimate_and_writes_nothing(tmp_path)
     assert listed == ids
     assert all(line.split()[-1] in ("s", "min", "h") for line in lines[1:1 + len(ids)])
     assert f"{len(ids)} stages of recipe 'order-bias' at scale 'full'" in lines[len(ids) + 1]
-    assert lines[-1].startswith("assumed:")
+    assert lines[-1].startswith("assumed")  # GPU rates, or this CPU's where run.device auto finds no GPU
     assert list(tmp_path.iterdir()) == []
 
 
