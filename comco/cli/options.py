@@ -222,6 +222,9 @@ def prepare_help(group, path: tuple[str, ...] = ()) -> None:
 
     for name, sub in getattr(group, "commands", {}).items():
         here = path + (name,)
+        if getattr(sub, "_comco_help", False):  # once per command object (escaping twice would show the escapes)
+            continue
+        sub._comco_help = True
         if sub.help:
             sub.help = escape(sub.help)
         if hasattr(sub, "commands"):
