@@ -56,7 +56,7 @@ def api_options(plan_options: dict) -> dict:
 def plan(out: Out, plan_options: PlanOptions, singles: Singles = False, overwrite: Overwrite = False,
          resume: Resume = False, quiet: Quiet = False):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
-    from comco.api import plan_dataset
+    from comco import plan_dataset
 
     stats = plan_dataset(out, singles=singles, overwrite=overwrite, resume=resume, quiet=quiet,
                          **api_options(plan_options))
@@ -104,7 +104,7 @@ def render(
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
-    from comco.api import render_dataset, render_setup
+    from comco import render_dataset, render_setup
 
     given = dict(preset=preset, device=device, samples=samples, workers=workers, max_per_worker=max_per_worker,
                  masks=masks, coco=coco, singles=singles, min_pixels=min_pixels, min_visible=min_visible,

@@ -58,7 +58,7 @@ def probe(
         raise UserError("give at least one --model (e.g. --model ViT-B-32 --pretrained openai); see --list-models")
     if out is None:
         raise UserError("give --out DIR for the results")
-    from comco.api import probe as run
+    from comco import probe as run
     from comco.models import pair_models
 
     results = run(dataset, model, pretrained, probes=probes, templates=templates, text_template=text_template,
