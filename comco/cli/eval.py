@@ -10,7 +10,7 @@ module level; the probes (numpy, torch) load when a command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -19,7 +19,7 @@ from comco.cli.say import note_random_weights
 from comco.errors import UserError
 from comco.progress import progress_group
 
-app = typer.Typer(help="Evaluate models on natural benchmarks (retrieval, DeBias-CLIP analyses).",
+app = typer.Typer(help="Evaluate models on natural benchmarks (retrieval, DeBias-CLIP analyses, compositional, zero-shot).",
                   no_args_is_help=True)
 
 BENCHMARK_HELP = "coco, coco-karpathy, flickr30k, flickr30k-karpathy, urban1k, docci, dci, long-dci, comco"
@@ -91,3 +91,66 @@ def analyses(benchmark: Benchmark, root: Root, out: Out, model: Models = None, p
     """The DeBias-CLIP analyses ("This is a photo." padding, sentence order, summary position)."""
     run("analyses", benchmark, root, model or [], pretrained or [], protocol, out, device, batch_size, cache,
         no_cache, quiet, which, trust_remote_code)
+
+
+COMPOSITIONAL_HELP = "sugarcrepe, winoground, aro-vg-relation, aro-vg-attribution, whatsup"
+
+
+def run_scores(kind: str, root: Path, models: list[str], pretrained: list[str], out: Path, device: str,
+               batch_size: int, cache: Path | None, no_cache: bool, quiet: bool, trust_remote_code: bool,
+               **options) -> None:
+    """`comco eval compositional|zeroshot`: the same model checks and one-line errors as `run`."""
+    try:
+        from comco.io import require_folder
+        from comco.models import check_device, pair_models
+        from comco.probes import DEFAULT_CACHE
+        from comco.probes.natural import run_compositional_eval, run_zeroshot_eval
+
+        require_folder(out, "--out")
+        if not no_cache:
+            require_folder(cache or DEFAULT_CACHE, "--cache")
+        device = check_device(device)
+        refs = pair_models(models, pretrained, trust_remote_code)
+        if unfit := [r.name for r in refs if r.generative or r.text_only]:
+            raise UserError(f"--model {unfit[0]} does not embed both images and texts; comco eval {kind} "
+                            "compares image and text embeddings")
+        say = (lambda _: None) if quiet else typer.echo
+        with progress_group(quiet) as progress:
+            common = dict(device=device, batch_size=batch_size, progress=progress, say=say,
+                          cache_dir=None if no_cache else (cache or DEFAULT_CACHE))
+            if kind == "compositional":
+                run_compositional_eval(options["benchmark"], root, refs, out, **common)
+            else:
+                run_zeroshot_eval(root, refs, out, classnames=options["classnames"],
+                                  templates=options["templates"], **common)
+        note_random_weights(refs, quiet)
+        if not quiet:
+            typer.echo(f"open {out / f'{kind}.md'}")
+    except UserError as err:
+        typer.echo(f"comco: error: {err}", err=True)
+        raise typer.Exit(err.exit_code) from None
+
+
+@app.command()
+def compositional(benchmark: Annotated[str, typer.Option("--benchmark", help=COMPOSITIONAL_HELP)], root: Root,
+                  out: Out, model: Models = None, pretrained: Pretrained = None, device: Device = "auto",
+                  batch_size: BatchSize = 64, cache: Cache = None, no_cache: NoCache = False, quiet: Quiet = False,
+                  trust_remote_code: TrustRemoteCode = False) -> None:
+    """Compositional benchmarks in their released formats: image-to-caption selection, Winoground's scores."""
+    run_scores("compositional", root, model or [], pretrained or [], out, device, batch_size, cache, no_cache,
+               quiet, trust_remote_code, benchmark=benchmark)
+
+
+@app.command()
+def zeroshot(root: Annotated[Path, typer.Option("--root", help="an ImageNet-style folder: one subfolder per class")],
+             out: Out, model: Models = None, pretrained: Pretrained = None,
+             classnames: Annotated[Optional[Path], typer.Option(
+                 "--classnames", help="one class name a line, in the folders' sorted order")] = None,
+             templates: Annotated[str, typer.Option(
+                 "--templates", help="openai or simple (open_clip's ImageNet templates) or a file, one {} a line")
+             ] = "openai",
+             device: Device = "auto", batch_size: BatchSize = 64, cache: Cache = None, no_cache: NoCache = False,
+             quiet: Quiet = False, trust_remote_code: TrustRemoteCode = False) -> None:
+    """Zero-shot classification top-1 / top-5 on a class-per-folder image set."""
+    run_scores("zeroshot", root, model or [], pretrained or [], out, device, batch_size, cache, no_cache, quiet,
+               trust_remote_code, classnames=classnames, templates=templates)
