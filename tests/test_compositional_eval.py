@@ -283,7 +283,7 @@ def test_commands_end_to_end_with_a_random_model(tmp_path):
     assert set(payload["models"][0]["scores"]) == {"text", "image", "group"}
     assert "| chance |" in (out / "compositional.md").read_text()
     out = tmp_path / "zs"
-    result = invoke("zeroshot", "--root", write_folder(tmp_path / "f"), "--templates", "simple", *MODEL, "--out", out)
+    result = invoke("zeroshot", "--root", write_folder(tmp_path / "f"), "--prompts", "simple", *MODEL, "--out", out)
     assert result.exit_code == 0, result.output
     top1 = json.loads((out / "results.json").read_text())["models"][0]["scores"]["top1"]["all"]
     assert top1["n"] == 5 and top1["chance"] == pytest.approx(1 / 3)

@@ -146,11 +146,11 @@ def zeroshot(root: Annotated[Path, typer.Option("--root", help="an ImageNet-styl
              out: Out, model: Models = None, pretrained: Pretrained = None,
              classnames: Annotated[Optional[Path], typer.Option(
                  "--classnames", help="one class name a line, in the folders' sorted order")] = None,
-             templates: Annotated[str, typer.Option(
-                 "--templates", help="openai or simple (open_clip's ImageNet templates) or a file, one {} a line")
-             ] = "openai",
+             prompts: Annotated[str, typer.Option(
+                 "--prompts", help="prompt templates: openai or simple (open_clip's ImageNet templates) or a "
+                                   "file, one {} a line")] = "openai",
              device: Device = "auto", batch_size: BatchSize = 64, cache: Cache = None, no_cache: NoCache = False,
              quiet: Quiet = False, trust_remote_code: TrustRemoteCode = False) -> None:
     """Zero-shot classification top-1 / top-5 on a class-per-folder image set."""
     run_scores("zeroshot", root, model or [], pretrained or [], out, device, batch_size, cache, no_cache, quiet,
-               trust_remote_code, classnames=classnames, templates=templates)
+               trust_remote_code, classnames=classnames, templates=prompts)

@@ -102,6 +102,9 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "--threads": ("value", "threads per worker, stage or process"),
     "--workers": ("value", "processes that do the work side by side"),
     "--executor": ("value", "where the work runs: local, node, slurm, slurm-local"),
+    "--benchmark": ("value", "which benchmark eval reads: a retrieval one (coco, docci, ...) or a compositional "
+                             "one (sugarcrepe, winoground, ...)"),
+    "--root": ("path", "the folder eval reads a benchmark or image set from, laid out as it is distributed"),
 }
 
 # The spellings of comco 0.2 that keep working, with a one-line notice, until UNTIL.

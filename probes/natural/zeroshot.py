@@ -68,11 +68,11 @@ def templates(name_or_file: str) -> tuple[str, list]:
         return f"open_clip {name_or_file.upper()}_IMAGENET_TEMPLATES ({len(found)})", list(found)
     path = Path(name_or_file)
     if not path.is_file():
-        raise UserError(f"--templates {name_or_file}: give openai, simple or a file with one template a line "
+        raise UserError(f"--prompts {name_or_file}: give openai, simple or a file with one template a line "
                         "('a photo of a {}.')")
     lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     if not lines or any("{}" not in ln for ln in lines):
-        raise UserError(f"--templates {path}: every line needs a {{}} where the class name goes")
+        raise UserError(f"--prompts {path}: every line needs a {{}} where the class name goes")
     return f"{path.name} ({len(lines)})", [ln.format for ln in lines]
 
 
