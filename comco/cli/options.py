@@ -105,6 +105,7 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "--benchmark": ("value", "which benchmark eval reads: a retrieval one (coco, docci, ...) or a compositional "
                              "one (sugarcrepe, winoground, ...)"),
     "--root": ("path", "the folder eval reads a benchmark or image set from, laid out as it is distributed"),
+    "--to": ("value", "the tool or library an export is written for (export: a dataset; model export: a model)"),
 }
 
 # The spellings of comco 0.2 that keep working, with a one-line notice, until UNTIL.
