@@ -153,8 +153,7 @@ def test_winoground_fixture_text_image_group(tmp_path):
     assert set(s["group"]) == {"all", "Object", "Relation"}
 
 
-def test_aro_vg_relation_scores_the_crop_not_the_whole_image(tmp_path):
-    root = tmp_path / "aro"
+def write_aro(root: Path) -> Path:
     im = Image.new("RGB", (20, 10), BLUE)
     im.paste(Image.new("RGB", (10, 10), RED), (0, 0))
     (root / "images").mkdir(parents=True)
@@ -163,7 +162,11 @@ def test_aro_vg_relation_scores_the_crop_not_the_whole_image(tmp_path):
               "bbox_h": 10, "true_caption": "the red is left", "false_caption": "the blue is left",
               "relation_name": "to the left of"}]
     (root / "visual_genome_relation.json").write_text(json.dumps(cases))
-    split = compo.load_compositional("aro-vg-relation", root)
+    return root
+
+
+def test_aro_vg_relation_scores_the_crop_not_the_whole_image(tmp_path):
+    split = compo.load_compositional("aro-vg-relation", write_aro(tmp_path / "aro"))
     texts = {"the red is left": V["r"], "the blue is left": V["b"]}
     assert split.trials[0].box == (0, 0, 10, 10)
     assert score(split, PlantedEmbedder(texts))[0]["accuracy"] == [False]  # whole image: purple, a tie
@@ -172,8 +175,7 @@ def test_aro_vg_relation_scores_the_crop_not_the_whole_image(tmp_path):
     assert hits["accuracy"] == [True] and set(s["accuracy"]) == {"all", "to the left of"}
 
 
-def test_whatsup_four_options_true_first(tmp_path):
-    root = tmp_path / "whatsup"
+def write_whatsup(root: Path) -> Path:
     image(root / "data" / "controlled_images" / "mug_left_of_plate.jpeg", RED)
     image(root / "data" / "controlled_images" / "mug_right_of_plate.jpeg", GREEN)
     cases = [{"image_path": "data/controlled_images/mug_left_of_plate.jpeg",
@@ -183,6 +185,11 @@ def test_whatsup_four_options_true_first(tmp_path):
               "caption_options": ["A mug to the right of a plate", "A mug to the left of a plate",
                                   "A mug on a plate", "A mug under a plate"]}]
     (root / "controlled_images_dataset.json").write_text(json.dumps(cases))
+    return root
+
+
+def test_whatsup_four_options_true_first(tmp_path):
+    root = write_whatsup(tmp_path / "whatsup")
     texts = {"A mug to the left of a plate": V["r"], "A mug to the right of a plate": V["b"],
              "A mug on a plate": V["g"], "A mug under a plate": V["b"]}
     hits, s = score(compo.load_compositional("whatsup", root), PlantedEmbedder(texts))
@@ -287,6 +294,17 @@ def test_commands_end_to_end_with_a_random_model(tmp_path):
     assert result.exit_code == 0, result.output
     top1 = json.loads((out / "results.json").read_text())["models"][0]["scores"]["top1"]["all"]
     assert top1["n"] == 5 and top1["chance"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name, write, n", [("sugarcrepe", write_sugarcrepe, 4), ("aro-vg-relation", write_aro, 1),
+                                            ("whatsup", write_whatsup, 2)])
+def test_selection_benchmarks_through_the_command(tmp_path, name, write, n):
+    out = tmp_path / "out"
+    result = invoke("compositional", "--benchmark", name, "--root", write(tmp_path / "root"), *MODEL, "--out", out)
+    assert result.exit_code == 0, result.output
+    payload = json.loads((out / "results.json").read_text())
+    assert payload["items"] == n and payload["models"][0]["scores"]["accuracy"]["all"]["n"] == n
 
 
 def test_commands_bad_input_exit_2_with_one_line(tmp_path):
