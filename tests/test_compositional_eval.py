@@ -200,12 +200,12 @@ def test_whatsup_four_options_true_first(tmp_path):
 def test_report_has_count_interval_and_chance_in_every_row(tmp_path):
     split = compo.load_compositional("sugarcrepe", write_sugarcrepe(tmp_path / "sc"))
     _, s = score(split, PlantedEmbedder(SUGAR_TEXTS))
-    payload = {"benchmark": "sugarcrepe", "models": [{"label": "planted", "scores": s}]}
+    payload = {"benchmark": "sugarcrepe", "unit": "items", "models": [{"label": "planted", "scores": s}]}
     write_report(tmp_path / "out", "compositional", payload, ["planted"])
     rows = list(csv.DictReader((tmp_path / "out" / "compositional.csv").open()))
     assert len(rows) == 3 and all(r["n"] and r["95% CI"] and r["chance"] == "50.0" for r in rows)
     md = (tmp_path / "out" / "compositional.md").read_text()
-    assert "4 units: too few to read" in md and "chance" in md
+    assert "4 items: too few to read" in md and "chance" in md
 
 
 def test_bad_roots_are_user_errors(tmp_path):

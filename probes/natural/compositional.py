@@ -176,19 +176,20 @@ class CompoBenchmark:
     load: object
     chance: dict  # metric -> chance level
     about: str
+    unit: str = "items"  # what the bootstrap resamples
 
 
 COMPOSITIONAL = {b.name: b for b in [
     CompoBenchmark("sugarcrepe", load_sugarcrepe, {"accuracy": 1 / 2},
                    "SugarCrepe (Hsieh et al. 2023), image vs caption and one hard negative"),
     CompoBenchmark("winoground", load_winoground, {"text": 1 / 4, "image": 1 / 4, "group": 1 / 6},
-                   "Winoground (Thrush et al. 2022), two images and two captions"),
+                   "Winoground (Thrush et al. 2022), two images and two captions", "examples"),
     CompoBenchmark("aro-vg-relation", _aro("vg-relation"), {"accuracy": 1 / 2},
                    "ARO VG-Relation (Yuksekgonul et al. 2023), cropped image vs swapped relation"),
     CompoBenchmark("aro-vg-attribution", _aro("vg-attribution"), {"accuracy": 1 / 2},
                    "ARO VG-Attribution (Yuksekgonul et al. 2023), cropped image vs swapped attributes"),
     CompoBenchmark("whatsup", load_whatsup, {"accuracy": 1 / 4},
-                   "What'sUp controlled A/B (Kamath et al. 2023), image vs four spatial captions"),
+                   "What'sUp controlled A/B (Kamath et al. 2023), image vs four spatial captions", "images"),
 ]}
 
 

@@ -63,14 +63,14 @@ def run_compositional_eval(benchmark: str, root: Path, specs: list, out: Path, *
             entry["embedding_stats"] = dict(embedder.stats)
             entries.append(entry)
     payload = {"kind": "compositional", "generator": GENERATOR, "benchmark": benchmark,
-               "benchmark_about": about.about, "root": str(root), "items": len(split.trials),
+               "benchmark_about": about.about, "unit": about.unit, "root": str(root), "items": len(split.trials),
                "skipped": split.skipped, "models": entries}
     written = write_report(out, "compositional", payload, [
         f"benchmark: **{benchmark}** ({about.about}), {len(split.trials)} items, root {root}",
         "left out: " + (", ".join(f"{n} {w}" for w, n in split.skipped.items()) or "none"),
-        "scores are % of items won; a win needs the true caption strictly above every foil (a tie is "
-        "not a win); 95 % bootstrap interval over the benchmark's unit (item, example or image); "
-        "category all is pooled over items"])
+        "scores are % won; a win needs the true caption strictly above every foil (Winoground: its "
+        "text, image and group scores; a tie is not a win); 95 % bootstrap interval over "
+        f"{about.unit}; category all is pooled over {about.unit}"])
     say("wrote " + ", ".join(str(p) for p in written))
     return payload
 
@@ -91,7 +91,7 @@ def run_zeroshot_eval(root: Path, specs: list, out: Path, *, classnames: Path | 
                            zs.evaluate_zeroshot(embedder, split, makers, n_boot).items()}
         entry["embedding_stats"] = dict(embedder.stats)
         entries.append(entry)
-    payload = {"kind": "zeroshot", "generator": GENERATOR, "benchmark": "zeroshot", "root": str(root),
+    payload = {"kind": "zeroshot", "generator": GENERATOR, "benchmark": "zeroshot", "unit": "images", "root": str(root),
                "classes": split.classes, "images": len(split.images), "templates": label, "models": entries}
     written = write_report(out, "zeroshot", payload, [
         f"folder: {root}, {len(split.images)} images, {len(split.classes)} classes, templates: {label}",
@@ -118,7 +118,7 @@ def write_report(out: Path, kind: str, payload: dict, lines: list[str]) -> list[
     rows, dashes = score_rows(payload), Dashes()
     shown = []
     for row in rows:
-        few = too_few(row["_units"], unit="units")
+        few = too_few(row["_units"], unit=payload.get("unit", "units"))
         shown.append({**row, **({"score": few, "95% CI": dashes.dash("too few units to read an interval")}
                                 if few else {})})
     title = "Compositional benchmark" if kind == "compositional" else "Zero-shot classification"
