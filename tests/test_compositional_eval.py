@@ -217,6 +217,20 @@ def test_bad_roots_are_user_errors(tmp_path):
         compo.load_compositional("sugarcrepe", tmp_path)
 
 
+def test_broken_entries_and_images_are_counted_or_one_line(tmp_path):
+    root = write_aro(tmp_path / "aro")
+    cases = json.loads((root / "visual_genome_relation.json").read_text())
+    (root / "images" / "bad.jpg").write_bytes(b"not an image")
+    cases += [{**cases[0], "image_path": "bad.jpg"}, {**cases[0], "bbox_w": 0}, {**cases[0], "bbox_x": 15}]
+    (root / "visual_genome_relation.json").write_text(json.dumps(cases))
+    split = compo.load_compositional("aro-vg-relation", root)
+    assert len(split.trials) == 1 and split.skipped == {"unreadable_image": 1, "empty_or_outside_box": 2}
+    del cases[0]["true_caption"]
+    (root / "visual_genome_relation.json").write_text(json.dumps(cases))
+    with pytest.raises(UserError, match="lacks a field"):
+        compo.load_compositional("aro-vg-relation", root)
+
+
 # ---------------------------------------------------------------- zero-shot
 
 def test_topk_counts_ties_against_the_true_class():
@@ -232,6 +246,7 @@ def write_folder(root: Path) -> Path:
         for i, c in enumerate(colours):
             image(root / cls / f"{i}.png", c)
     (root / "n03_blue" / "readme.txt").write_text("not an image")
+    (root / "n03_blue" / "broken.jpg").write_bytes(b"not a jpeg")
     return root
 
 
@@ -243,6 +258,7 @@ def test_zeroshot_folder_templates_and_planted_scores(tmp_path):
     tmpl.write_text("a photo of a {}.\na {}.\n")
     split = zs.load_folder(root, names)
     assert split.classes == ["red thing", "green thing", "blue thing"] and len(split.images) == 5
+    assert split.unreadable == 1
     label, makers = zs.templates(str(tmpl))
     # Each class's prompts average to its colour (the two templates planted symmetric about it).
     planted = {}

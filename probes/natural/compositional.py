@@ -199,11 +199,43 @@ def load_compositional(name: str, root: Path) -> CompoSplit:
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"{name}: --root {root} is not a folder")
-    split = COMPOSITIONAL[name].load(root)
+    try:
+        split = COMPOSITIONAL[name].load(root)
+    except (KeyError, TypeError, ValueError) as err:
+        raise UserError(f"{name}: an entry under {root} lacks a field or has a wrong type ({type(err).__name__}: "
+                        f"{err}); give the files as the benchmark releases them (docs/guide/eval.md)") from None
+    split = drop_unreadable(split)
     if not split.trials:
         left = ", ".join(f"{n} {why}" for why, n in split.skipped.items()) or "no entries in its format"
         raise UserError(f"{name}: nothing to score under {root} ({left}); see docs/guide/eval.md for the layout")
     return split
+
+
+def drop_unreadable(split: CompoSplit) -> CompoSplit:
+    """Leave out (and count) trials with an image that is not an image at all, or a box outside it."""
+    from PIL import Image
+
+    from comco.probes.natural.images import header_problem
+
+    paths = {p for t in split.trials for p in (t.images if isinstance(t, Quad) else (t.image,))}
+    bad = {p for p in paths if header_problem(p)}
+    kept = []
+    for t in split.trials:
+        if bad & set(t.images if isinstance(t, Quad) else (t.image,)):
+            split.skip("unreadable_image")
+        elif isinstance(t, Trial) and t.box is not None and not _box_fits(t, Image):
+            split.skip("empty_or_outside_box")
+        else:
+            kept.append(t)
+    split.trials = kept
+    return split
+
+
+def _box_fits(t: Trial, Image) -> bool:
+    x0, y0, x1, y1 = (round(v) for v in t.box)
+    with Image.open(t.image) as im:
+        w, h = im.size
+    return 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
 
 
 # ---------------------------------------------------------------- scorers (pure numpy)

@@ -92,9 +92,11 @@ def run_zeroshot_eval(root: Path, specs: list, out: Path, *, classnames: Path | 
         entry["embedding_stats"] = dict(embedder.stats)
         entries.append(entry)
     payload = {"kind": "zeroshot", "generator": GENERATOR, "benchmark": "zeroshot", "unit": "images", "root": str(root),
-               "classes": split.classes, "images": len(split.images), "templates": label, "models": entries}
+               "classes": split.classes, "images": len(split.images),
+               "unreadable_images": split.unreadable, "templates": label, "models": entries}
     written = write_report(out, "zeroshot", payload, [
         f"folder: {root}, {len(split.images)} images, {len(split.classes)} classes, templates: {label}",
+        f"left out: {split.unreadable} unreadable images",
         "top-k is % of images whose class is among the k highest (fewer than k other classes score at least "
         "as high: a tie is not a win); 95 % bootstrap interval over images; chance k / classes"])
     say("wrote " + ", ".join(str(p) for p in written))

@@ -29,6 +29,7 @@ class ZeroShotSplit:
     folders: list[str]
     images: list[Path]
     labels: np.ndarray
+    unreadable: int = 0
 
 
 def load_folder(root: Path, classnames: Path | None = None) -> ZeroShotSplit:
@@ -48,15 +49,20 @@ def load_folder(root: Path, classnames: Path | None = None) -> ZeroShotSplit:
                             "give one name a line, in the folders' sorted order")
     else:
         names = [f.replace("_", " ") for f in folders]
-    images, labels = [], []
+    from comco.probes.natural.images import header_problem
+
+    images, labels, unreadable = [], [], 0
     for k, folder in enumerate(folders):
         for p in sorted((root / folder).iterdir()):
             if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES:
+                if header_problem(p):  # counted and reported, never dropped silently
+                    unreadable += 1
+                    continue
                 images.append(p)
                 labels.append(k)
     if not images:
         raise UserError(f"zeroshot: no images in the class folders under {root}")
-    return ZeroShotSplit(root, names, folders, images, np.array(labels))
+    return ZeroShotSplit(root, names, folders, images, np.array(labels), unreadable)
 
 
 def templates(name_or_file: str) -> tuple[str, list]:
