@@ -2,8 +2,8 @@
 
 - reference/cli.md gains the reference of every `comco` command, read from the typer app
   itself, so the page never drifts from the command line.
-- reference/api.md's `<!-- comco-api -->` becomes a mkdocstrings block of `comco.api` listing
-  exactly `comco.__all__`.
+- reference/api.md's `<!-- comco-api -->` becomes one mkdocstrings block per name of
+  `comco.__all__` (functions of `comco.api`).
 """
 
 from __future__ import annotations
@@ -96,10 +96,11 @@ def cli_reference() -> str:
 
 
 def api_block() -> str:
+    """One mkdocstrings block per name of `comco.__all__` (the module's own docstring is the guide's)."""
     import comco
 
-    members = "\n".join(f"        - {name}" for name in comco.__all__)
-    return f"::: comco.api\n    options:\n      members:\n{members}\n      show_root_heading: false\n"
+    options = "    options:\n      show_root_heading: true\n      show_root_full_path: false\n"
+    return "\n".join(f"::: comco.api.{name}\n{options}" for name in comco.__all__)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
