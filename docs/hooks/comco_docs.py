@@ -8,8 +8,15 @@
 
 from __future__ import annotations
 
+import ast
 import html
 import re
+from pathlib import Path
+
+# The checkout this site documents (mkdocstrings reads it: `paths: [.]`). Its `comco.__all__`
+# is read from the file, not imported: an installed comco (an editable install of another
+# checkout) would win over this one on import.
+ROOT = Path(__file__).resolve().parents[2]
 
 API_MARK = "<!-- comco-api -->"
 CLI_MARK = "<!-- comco-cli -->"
@@ -95,12 +102,19 @@ def cli_reference() -> str:
     return "\n".join(lines + _command_markdown(root, ["comco"], 3)[2:])
 
 
+def public_names() -> list[str]:
+    """`comco.__all__` of this checkout, read from comco/__init__.py."""
+    tree = ast.parse((ROOT / "comco" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise ValueError("comco/__init__.py has no __all__")
+
+
 def api_block() -> str:
     """One mkdocstrings block per name of `comco.__all__` (the module's own docstring is the guide's)."""
-    import comco
-
     options = "    options:\n      show_root_heading: true\n      show_root_full_path: false\n"
-    return "\n".join(f"::: comco.api.{name}\n{options}" for name in comco.__all__)
+    return "\n".join(f"::: comco.api.{name}\n{options}" for name in public_names())
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
