@@ -18,6 +18,6 @@ PAIRS_VERSION = 2
 from comco.lazy import door as _door  # noqa: E402
 
 __all__ = ["plan_dataset", "render_dataset", "load_dataset", "load_model", "probe", "probe_table",
-           "load_probe_results", "load_lab_result"]
+           "load_probe_results", "load_lab_result", "export_model"]
 # render_setup: the checked configuration of a render, for the command line's cluster path (not in __all__)
 __getattr__ = _door(__name__, dict.fromkeys([*__all__, "render_setup"], "api"))[0]

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Sequence
 from comco.errors import UserError
 
 __all__ = ["plan_dataset", "render_dataset", "load_dataset", "load_model", "probe", "probe_table",
-           "load_probe_results", "load_lab_result"]
+           "load_probe_results", "load_lab_result", "export_model"]
 
 
 def _names(value: str | Sequence[str] | None) -> list[str]:
@@ -342,3 +342,22 @@ def load_lab_result(run: str | Path) -> dict:
     if not file.is_file():
         raise UserError(f"{run}: no results.json; give the --out folder of a finished `comco lab run`")
     return json.loads(file.read_text(encoding="utf-8"))
+
+
+def export_model(model: str, to: str, out: str | Path) -> dict:
+    """Write a model comco trained in a format another library loads unmodified (`comco model export`).
+
+    Args:
+        model: a checkpoint `comco train` wrote, as `ckpt:PATH`.
+        to: "hf" (a transformers `CLIPModel` folder: `CLIPModel.from_pretrained(out)`,
+            `CLIPProcessor.from_pretrained(out, backend="pil")`) or "open_clip" (the folder
+            `open_clip.create_model_and_transforms("local-dir:" + out)` reads).
+        out: the folder to write, new or empty; it appears whole or not at all.
+
+    Returns:
+        A summary: `path`, `format`, `kind`, `folded_text_map` (a LABCLIP map folded into the
+        text projection), `context_length` and `files`.
+    """
+    from comco.models import export_model as write
+
+    return write(model, to, out)

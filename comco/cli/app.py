@@ -30,6 +30,7 @@ def _register_parts() -> None:
     from comco.cli.eval import app as eval_app
     from comco.cli.export import export
     from comco.cli.lab import app as lab_app
+    from comco.cli.model import app as model_app
     from comco.cli.probe import probe
     from comco.cli.train import app as train_app
 
@@ -39,6 +40,7 @@ def _register_parts() -> None:
     app.add_typer(eval_app, name="eval")
     app.add_typer(lab_app, name="lab")
     app.add_typer(captions_app, name="captions")
+    app.add_typer(model_app, name="model")
 
 
 _register_parts()

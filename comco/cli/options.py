@@ -102,6 +102,7 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "--threads": ("value", "threads per worker, stage or process"),
     "--workers": ("value", "processes that do the work side by side"),
     "--executor": ("value", "where the work runs: local, node, slurm, slurm-local"),
+    "--to": ("value", "the tool or library an export is written for (export: a dataset; model export: a model)"),
 }
 
 # The spellings of comco 0.2 that keep working, with a one-line notice, until UNTIL.
