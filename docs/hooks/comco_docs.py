@@ -2,14 +2,21 @@
 
 - reference/cli.md gains the reference of every `comco` command, read from the typer app
   itself, so the page never drifts from the command line.
-- reference/api.md's `<!-- comco-api -->` becomes a mkdocstrings block of `comco.api` listing
-  exactly `comco.__all__`.
+- reference/api.md's `<!-- comco-api -->` becomes one mkdocstrings block per name of
+  `comco.__all__` (functions of `comco.api`).
 """
 
 from __future__ import annotations
 
+import ast
 import html
 import re
+from pathlib import Path
+
+# The checkout this site documents (mkdocstrings reads it: `paths: [.]`). Its `comco.__all__`
+# is read from the file, not imported: an installed comco (an editable install of another
+# checkout) would win over this one on import.
+ROOT = Path(__file__).resolve().parents[2]
 
 API_MARK = "<!-- comco-api -->"
 CLI_MARK = "<!-- comco-cli -->"
@@ -95,11 +102,19 @@ def cli_reference() -> str:
     return "\n".join(lines + _command_markdown(root, ["comco"], 3)[2:])
 
 
-def api_block() -> str:
-    import comco
+def public_names() -> list[str]:
+    """`comco.__all__` of this checkout, read from comco/__init__.py."""
+    tree = ast.parse((ROOT / "comco" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise ValueError("comco/__init__.py has no __all__")
 
-    members = "\n".join(f"        - {name}" for name in comco.__all__)
-    return f"::: comco.api\n    options:\n      members:\n{members}\n      show_root_heading: false\n"
+
+def api_block() -> str:
+    """One mkdocstrings block per name of `comco.__all__` (the module's own docstring is the guide's)."""
+    options = "    options:\n      show_root_heading: true\n      show_root_full_path: false\n"
+    return "\n".join(f"::: comco.api.{name}\n{options}" for name in public_names())
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
