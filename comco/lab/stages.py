@@ -281,7 +281,8 @@ def _device(config: dict) -> str:
 
 def _stat(s: dict) -> dict:
     v = s.get("acc", s.get("mean"))
-    return {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "chance": s.get("chance")}
+    return {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "clusters": s.get("clusters"),
+            "chance": s.get("chance")}
 
 
 def _groups(groups: list[dict]) -> dict:

@@ -12,4 +12,5 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "default_device": "factory", "SELF_CONTAINED": "ref",
     "LoadedVLM": "vlm", "load_vlm": "vlm", "VLM_PROBES_HINT": "vlm",
     "padding_is_inert": "openclip", "encode_text_trimmed": "openclip", "text_tower_spec": "text_towers",
+    "export_model": "export",
 })

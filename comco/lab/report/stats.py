@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from comco.report import too_few
+from comco.report import too_few, units
 
 # two-sided 95 % Student t quantiles by degrees of freedom
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
@@ -156,4 +156,4 @@ def metric(res: dict, family: str, n: str, template: str | None = None) -> dict 
     if not stats:
         return None
     return {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
-            "chance": [s.get("chance") for s in stats], "n": [s.get("n") for s in stats]}
+            "chance": [s.get("chance") for s in stats], "n": [units(s) for s in stats]}
