@@ -59,7 +59,7 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
                              analyses=names, progress=progress, say=(lambda _: None) if quiet else typer.echo)
         note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is
         if not quiet:
-            typer.echo(f"open {out / f'{kind}.md'}")  # the one file to open, last
+            typer.echo(f"open {out / f'{kind}.html'}")  # the one file to open, last: the page
     except UserError as err:
         typer.echo(f"comco: error: {err}", err=True)  # as comco.cli.app.main prints it
         raise typer.Exit(err.exit_code) from None
@@ -125,7 +125,7 @@ def run_scores(kind: str, root: Path, models: list[str], pretrained: list[str], 
                                   templates=options["templates"], **common)
         note_random_weights(refs, quiet)
         if not quiet:
-            typer.echo(f"open {out / f'{kind}.md'}")
+            typer.echo(f"open {out / f'{kind}.html'}")
     except UserError as err:
         typer.echo(f"comco: error: {err}", err=True)
         raise typer.Exit(err.exit_code) from None
