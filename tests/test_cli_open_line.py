@@ -39,7 +39,7 @@ def test_eval_ends_with_its_table(tmp_path, capsys, tiny):
     code, stdout, err = comco(capsys, "eval", "retrieval", "--benchmark", "coco", "--root", root, "--model",
                               f"ckpt:{tiny}", "--no-cache", "--device", "cpu", "--out", tmp_path / "e")
     assert code == 0, err
-    assert last_open(stdout) == tmp_path / "e" / "retrieval.md"
+    assert last_open(stdout) == tmp_path / "e" / "retrieval.html"
 
 
 def test_train_labclip_ends_with_its_binding_result(tmp_path, capsys, tiny):

@@ -206,6 +206,9 @@ def test_report_has_count_interval_and_chance_in_every_row(tmp_path):
     assert len(rows) == 3 and all(r["n"] and r["95% CI"] and r["chance"] == "50.0" for r in rows)
     md = (tmp_path / "out" / "compositional.md").read_text()
     assert "4 items: too few to read" in md and "chance" in md
+    page = (tmp_path / "out" / "compositional.html").read_text()  # the page, as the probe page is made
+    assert page.startswith("<!doctype html>") and "<th>95% CI</th>" in page and "<th>chance</th>" in page
+    assert "4 items: too few to read" in page and "<td>50.0</td>" in page
 
 
 def test_bad_roots_are_user_errors(tmp_path):

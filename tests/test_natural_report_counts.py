@@ -50,6 +50,10 @@ def test_retrieval_from_too_few_queries_says_so_and_every_dash_has_its_reason(tm
     every_dash_has_its_reason(md)
     row = next(csv.DictReader((tmp_path / "retrieval.csv").open()))
     assert row["I2T R@1"] == "40.0"  # the CSV keeps the number
+    assert measured[-1] == "12.5" and row["chance R@1"] == "12.5"  # chance R@1: 1 of 8 images
+    page = (tmp_path / "retrieval.html").read_text()  # the same table on an HTML page, figure inline
+    assert "<th>T2I R@1 95% CI</th>" in page and "<th>chance R@1</th>" in page and "<td>40.0-60.0</td>" in page
+    assert "8 image queries: too few to read" in page and "data:image/png;base64," in page
 
 
 def test_analyses_from_too_few_captions_say_so(tmp_path):
@@ -66,4 +70,23 @@ def test_analyses_from_too_few_captions_say_so(tmp_path):
     measured, published = table_rows(md)
     assert measured[2:2 + len(variants)] == ["12 captions: too few to read"] * len(variants)
     assert published[2] == "30.0" and all(MARK.fullmatch(c) for c in published[3:])
+    assert measured[-2:] == ["12", "8.3"]  # the caption count and chance R@1 (1 of 12 images)
     every_dash_has_its_reason(md)
+    assert (tmp_path / "analyses.html").read_text().count("<th>chance R@1</th>") == 1
+
+
+def test_analyses_tables_carry_the_interval_their_csv_has(tmp_path):
+    name = next(iter(ANALYSES))
+    variants = list(ANALYSES[name].variants)
+    d = ANALYSES[name].direction
+    p = payload(n_texts=40, n_images=40)
+    p["models"] = [{"label": "m", "analyses": {name: {
+        "direction": d, "protocol": "first5", "n_captions": 40, "excluded_captions": 0, "excluded_because": "",
+        "variants": {v: {d: recalls(0.5)} for v in variants}}}}]
+    p["published"] = {name: []}
+    write_analyses_report(tmp_path, p)
+    measured, = table_rows((tmp_path / "analyses.md").read_text())
+    assert measured[2:2 + len(variants)] == ["50.0 [40.0-60.0]"] * len(variants)
+    assert measured[-2:] == ["40", "2.5"]
+    page = (tmp_path / "analyses.html").read_text()
+    assert "<td>50.0 [40.0-60.0]</td>" in page and "<th>chance R@1</th>" in page

@@ -2,6 +2,7 @@
 model's cosine similarity cannot express."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -60,6 +61,9 @@ def test_labclip_on_planted_embeddings_beats_chance(tmp_path):
     assert after > 0.9, after
     report = json.loads((tmp_path / "binding.json").read_text())
     assert report["binding_after"]["test"] == after
+    stat = report["binding_stats"]["after"]["test"]  # count, 95 % interval and chance beside the number
+    assert stat["n"] == 60 and stat["chance"] == 0.5 and stat["acc"] == pytest.approx(after)
+    assert 0.5 < stat["lo"] <= stat["acc"] <= stat["hi"] <= 1
     from comco.models import load_checkpoint
 
     ckpt = load_checkpoint(tmp_path / "model.pt")
@@ -86,13 +90,22 @@ def test_swap_words_exchanges_attributes_first():
     assert swap_words("a cube", rng) == "a cube"
 
 
-def test_labclip_end_to_end_on_a_colour_dataset(tmp_path):
+def test_labclip_end_to_end_on_a_colour_dataset(tmp_path, capsys):
     data = make_dataset(tmp_path / "colours", n=20, colors=True, objects=(2,))
     init = make_tiny_checkpoint(tmp_path / "tiny.pt")
     summary = run_training(make_config("labclip", data=str(data), out=str(tmp_path / "out"), init=f"ckpt:{init}",
                                        batch_size=16, steps=5, quiet=True, device="cpu"))
     assert summary["step"] == 5
     assert {"train", "test"} <= set(summary["binding_before"]) and (tmp_path / "out" / "binding.json").is_file()
+    from comco.cli.train import _report
+
+    _report("labclip", summary)  # the printed line carries the count, the interval, chance and the too-few rule
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  held-out")]
+    n_test = summary["n_test"]
+    assert len(lines) == 2 and n_test < 20
+    for line in lines:
+        assert f"n={n_test}" in line and "chance 50.0 %" in line and "too few to read" in line
+        assert re.search(r"\[\d+\.\d-\d+\.\d\]", line), line
     from comco.models import load_model
 
     mapped = load_model(f"ckpt:{tmp_path / 'out' / 'model.pt'}")

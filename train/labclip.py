@@ -23,6 +23,7 @@ from torch import nn
 
 from comco.errors import UserError
 from comco.io import atomic_write, write_json
+from comco.probes.stats import accuracy
 from comco.train import distributed
 from comco.train.config import TrainConfig
 from comco.train.data import TrainData
@@ -33,6 +34,7 @@ from comco.train.task import Batch
 DEFAULTS = {"lr": 1e-3, "weight_decay": 0.0, "warmup": 0, "batch_size": 256, "epochs": 20.0,
             "label_smoothing": 0.0, "optimizer": "adam", "workers": 0, "checkpoint_every": 1000}
 TEST_SHARE = 0.1
+BINDING_CHANCE = 0.5  # the image picks its caption or the swapped one
 _SALT_SPLIT, _SALT_NEGATIVE = 0x5B1, 0x4E6
 
 
@@ -83,14 +85,20 @@ class TextMap(nn.Module):
         return mapped, mapped_negative, self.logit_scale.exp()
 
 
-def binding_accuracy(image: torch.Tensor, text: torch.Tensor, negative: torch.Tensor,
-                     text_map: torch.Tensor | None = None) -> float:
-    """Share of pairs where the image is closer to its caption than to the swapped one."""
+def binding_hits(image: torch.Tensor, text: torch.Tensor, negative: torch.Tensor,
+                 text_map: torch.Tensor | None = None) -> np.ndarray:
+    """1 where the image is closer to its caption than to the swapped one (a tie is no hit), else 0."""
     if text_map is not None:
         text = F.normalize(F.normalize(text, dim=-1) @ text_map.T, dim=-1)
         negative = F.normalize(F.normalize(negative, dim=-1) @ text_map.T, dim=-1)
     image = F.normalize(image, dim=-1)
-    return float(((image * text).sum(-1) > (image * negative).sum(-1)).float().mean())
+    return ((image * text).sum(-1) > (image * negative).sum(-1)).float().numpy()
+
+
+def binding_accuracy(image: torch.Tensor, text: torch.Tensor, negative: torch.Tensor,
+                     text_map: torch.Tensor | None = None) -> float:
+    """Share of pairs where the image is closer to its caption than to the swapped one."""
+    return float(binding_hits(image, text, negative, text_map).mean())
 
 
 def embed_triples(loaded, triples: Triples, cache_dir: Path, batch_size: int = 64) -> dict[str, torch.Tensor]:
@@ -148,6 +156,7 @@ class LabclipTask:
         self.image_of_row = index
         self.module = TextMap(embeddings["text"].shape[1], init_scale)
         self.before = self.evaluate(None)
+        self.before_stats = self.evaluate_stats(None)
 
     @classmethod
     def from_model(cls, loaded, init: str, data: TrainData, cfg: TrainConfig) -> "LabclipTask":
@@ -169,6 +178,18 @@ class LabclipTask:
             if len(rows):
                 r = self.rows(rows)
                 result[split] = binding_accuracy(r["image"], r["text"], r["negative"], text_map)
+        return result
+
+    def evaluate_stats(self, text_map: torch.Tensor | None) -> dict[str, dict]:
+        """Per split, the binding accuracy with its count, a 95 % bootstrap interval resampled by
+        image (an image's captions are not independent trials) and chance (1/2: caption or its swap)."""
+        result = {}
+        for split, rows in (("train", self.train_rows), ("test", self.test_rows)):
+            if len(rows):
+                r = self.rows(rows)
+                hits = binding_hits(r["image"], r["text"], r["negative"], text_map)
+                result[split] = accuracy(hits, self.image_of_row[rows].numpy(), chance=BINDING_CHANCE,
+                                         seed=self.cfg.seed)
         return result
 
     def num_samples(self) -> int:
@@ -212,6 +233,7 @@ class LabclipTask:
     def finish(self, out) -> dict:
         after = self.evaluate(self.text_map())
         report = {"binding_before": self.before, "binding_after": after,
+                  "binding_stats": {"before": self.before_stats, "after": self.evaluate_stats(self.text_map())},
                   "n_train": len(self.train_rows), "n_test": len(self.test_rows)}
         if distributed.is_main():
             write_json(Path(out) / "binding.json", report, sort_keys=False)

@@ -10,7 +10,7 @@ module level; the probes (numpy, torch) load when a command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -59,7 +59,7 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
                              analyses=names, progress=progress, say=(lambda _: None) if quiet else typer.echo)
         note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is
         if not quiet:
-            typer.echo(f"open {out / f'{kind}.md'}")  # the one file to open, last
+            typer.echo(f"open {out / f'{kind}.html'}")  # the one file to open, last: the page
     except UserError as err:
         typer.echo(f"comco: error: {err}", err=True)  # as comco.cli.app.main prints it
         raise typer.Exit(err.exit_code) from None
@@ -125,7 +125,7 @@ def run_scores(kind: str, root: Path, models: list[str], pretrained: list[str], 
                                   templates=options["templates"], **common)
         note_random_weights(refs, quiet)
         if not quiet:
-            typer.echo(f"open {out / f'{kind}.md'}")
+            typer.echo(f"open {out / f'{kind}.html'}")
     except UserError as err:
         typer.echo(f"comco: error: {err}", err=True)
         raise typer.Exit(err.exit_code) from None
@@ -154,3 +154,29 @@ def zeroshot(root: Annotated[Path, typer.Option("--root", help="an ImageNet-styl
     """Zero-shot classification top-1 / top-5 on a class-per-folder image set."""
     run_scores("zeroshot", root, model or [], pretrained or [], out, device, batch_size, cache, no_cache, quiet,
                trust_remote_code, classnames=classnames, templates=prompts)
+
+
+@app.command()
+def tradeoff(out: Out, results: Annotated[Optional[List[Path]], typer.Option(
+                 "--results", help="a comco probe or comco eval retrieval|compositional|zeroshot --out folder; "
+                                   "repeat")] = None,
+             models: Annotated[str, typer.Option(
+                 "--models", help="comma-separated model labels to keep, in this order (default: every one)")] = "",
+             quiet: Quiet = False) -> None:
+    """One table and figure: TOR first share and IOR largest share beside compositional, retrieval and zero-shot
+    scores, per model, each with its interval, count and chance."""
+    try:
+        from comco.io import require_folder
+        from comco.probes.natural import gather_tradeoff, write_tradeoff
+
+        require_folder(out, "--out")
+        measures, table = gather_tradeoff(list(results or []), [m.strip() for m in models.split(",") if m.strip()] or None)
+        if not table:
+            raise UserError("the --results folders hold no model's numbers")
+        write_tradeoff(out, measures, table)
+        if not quiet:
+            typer.echo(f"{len(table)} models, {len(measures)} measures")
+            typer.echo(f"open {out / 'tradeoff.html'}")
+    except UserError as err:
+        typer.echo(f"comco: error: {err}", err=True)
+        raise typer.Exit(err.exit_code) from None

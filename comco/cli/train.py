@@ -86,6 +86,11 @@ def _report(kind: str, summary: dict) -> None:
         typer.echo(f"binding accuracy (held-out): {before.get('test', float('nan')):.3f} -> "
                    f"{after.get('test', float('nan')):.3f} (train {before.get('train', float('nan')):.3f} -> "
                    f"{after.get('train', float('nan')):.3f})")
+        from comco.report import stat_text
+
+        for when, stats in (summary.get("binding_stats") or {}).items():
+            if "test" in stats:
+                typer.echo(f"  held-out {when}: {stat_text(stats['test'], 'images')}")
         typer.echo(f"open {Path(summary['checkpoint']).parent / 'binding.json'}")  # the one file to open, last
 
 

@@ -101,6 +101,20 @@ def too_few(n: int | None, of: int | None = None, unit: str = "trials", clusters
     return None
 
 
+def stat_text(stat: dict | None, unit: str = "trials") -> str:
+    """One number read as the reports read it: "55.6 % [40.1-70.2], n=18 (4 images), chance 50.0 %",
+    or, from fewer than MIN_TRIALS trials or resampled units, the count and "too few to read" first.
+    `stat` is comco.probes.stats.accuracy's dict; `unit` names its resampled units."""
+    if not stat or not stat.get("n"):
+        return "no trials"
+    n, c = stat["n"], stat.get("clusters")
+    count = f"n={n}" + (f" ({c} {unit})" if c and c != n else "")
+    chance = f", chance {pct(stat['chance'])} %" if stat.get("chance") is not None else ""
+    few = too_few(units(stat), unit=unit if c and c < n else "trials")
+    value = f"{pct(stat['acc'])} % [{interval(stat['lo'], stat['hi'])}]"
+    return f"{few} ({value}, {count}{chance})" if few else f"{value}, {count}{chance}"
+
+
 class Dashes:
     """The reasons for a table's empty cells: each "–" carries the mark of its reason, and
     the reasons follow the table as footnotes."""

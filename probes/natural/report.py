@@ -11,8 +11,9 @@ from pathlib import Path
 
 from comco.io import write_text
 from comco.probes.natural.analyses import ANALYSES
+from comco.report.document import Doc
 from comco.report.plots import pyplot, save
-from comco.report.tables import MIN_TRIALS, Dashes, csv_text, interval, markdown_table, md_line, pct, too_few
+from comco.report.tables import MIN_TRIALS, Dashes, csv_text, interval, pct, too_few
 
 MEASURED = "measured"
 
@@ -25,11 +26,41 @@ def header_lines(payload: dict) -> list[str]:
         f"{split['n_images']} images, {split['n_captions']} captions",
         f"protocol: **{payload['protocol']}** = {payload['protocol_about']}",
         f"left out of the split: {skipped}",
-        "values are % (R@k); measured R@1 with a 95 % bootstrap interval (text queries resampled by image)",
+        "values are % (R@k); measured R@1 with a 95 % bootstrap interval (text queries resampled by image); "
+        "chance R@1 is 1 / images, a random ranking's R@1 either way",
         f"a measured R@k from fewer than {MIN_TRIALS} queries shows its count instead (\"12 text queries: too few "
         "to read\"); results.json and the CSV keep every number; each – carries a mark whose reason follows its "
         "table",
     ]
+
+
+CHANCE = "chance R@1"
+CHANCE_UNKNOWN = "chance depends on the size of the paper's split"
+
+
+def chance_r1(n_images) -> str:
+    """A random ranking's R@1 as a percentage: one image (or an image's share of the captions) in `n_images`."""
+    return pct(1 / n_images) if n_images else ""
+
+
+def _page(title: str, lines: list[str]) -> Doc:
+    doc = Doc()
+    doc.h(1, title)
+    for line in lines:
+        doc.p(line)
+    return doc
+
+
+def _table(doc: Doc, header: list[str], rows: list[dict], dashes: Dashes) -> None:
+    doc.table(header, [[row.get(c, "") for c in header] for row in rows])
+    if dashes.reasons:
+        doc.p(dashes.note())
+
+
+def _write_page(out: Path, kind: str, doc: Doc, payload: dict) -> list[Path]:
+    """`kind`.md beside its PNGs and `kind`.html (figures inline): the probe page's machinery."""
+    return [write_text(out / f"{kind}.md", doc.markdown(out)),
+            write_text(out / f"{kind}.html", doc.html(f"comco eval {kind}: {payload['benchmark']}"))]
 
 
 def readable_rows(header: list[str], rows: list[dict], dashes: Dashes, queries, published: str) -> list[dict]:
@@ -45,7 +76,8 @@ def readable_rows(header: list[str], rows: list[dict], dashes: Dashes, queries, 
             if few:
                 shown[column] = few
             elif shown.get(column, "") == "":
-                shown[column] = dashes.dash(published if row["source"] != MEASURED else
+                shown[column] = dashes.dash(CHANCE_UNKNOWN if column == CHANCE and row["source"] != MEASURED else
+                                            published if row["source"] != MEASURED else
                                             "no interval: the bootstrap was not run" if "CI" in column else
                                             "not measured")
         out.append(shown)
@@ -61,14 +93,10 @@ def _retrieval_queries(row: dict, column: str):
     return None
 
 
-def _note(dashes: Dashes) -> list[str]:
-    return [dashes.note()] if dashes.reasons else []
-
-
 # ---------------------------------------------------------------- retrieval
 
 RETRIEVAL_COLUMNS = ["source", "model", "protocol", "T2I R@1", "T2I R@1 95% CI", "T2I R@5", "T2I R@10",
-                     "I2T R@1", "I2T R@1 95% CI", "I2T R@5", "I2T R@10", "texts", "images"]
+                     "I2T R@1", "I2T R@1 95% CI", "I2T R@5", "I2T R@10", "texts", "images", "chance R@1"]
 
 
 def retrieval_rows(payload: dict) -> list[dict]:
@@ -76,7 +104,7 @@ def retrieval_rows(payload: dict) -> list[dict]:
     for model in payload["models"]:
         r = model["result"]
         row = {"source": MEASURED, "model": model["label"], "protocol": r["protocol"],
-               "texts": r["n_texts"], "images": r["n_images"]}
+               "texts": r["n_texts"], "images": r["n_images"], CHANCE: chance_r1(r["n_images"])}
         for d, name in (("t2i", "T2I"), ("i2t", "I2T")):
             row.update({f"{name} R@{k}": pct(r[d][f"R@{k}"]) for k in (1, 5, 10)})
             row[f"{name} R@1 95% CI"] = interval(*(r[d].get("R@1_ci95") or (None, None)))
@@ -88,25 +116,25 @@ def retrieval_rows(payload: dict) -> list[dict]:
 
 
 def write_retrieval_report(out: Path, payload: dict) -> list[Path]:
+    """results.json, retrieval.csv, the R@1 figure and the page (retrieval.md, retrieval.html)."""
     rows, dashes = retrieval_rows(payload), Dashes()
-    table = markdown_table(RETRIEVAL_COLUMNS, readable_rows(RETRIEVAL_COLUMNS, rows, dashes, _retrieval_queries,
-                                                            "the paper publishes R@1 only"))
-    md = "\n\n".join(["# Retrieval", "\n".join(f"- {md_line(line)}" for line in header_lines(payload)), table,
-                      *_note(dashes)]) + "\n"
+    doc = _page("Retrieval", header_lines(payload))
+    _table(doc, RETRIEVAL_COLUMNS, readable_rows(RETRIEVAL_COLUMNS, rows, dashes, _retrieval_queries,
+                                                 "the paper publishes R@1 only"), dashes)
     written = [write_text(out / "results.json", json.dumps(payload, indent=2) + "\n"),
-               write_text(out / "retrieval.md", md),
                write_text(out / "retrieval.csv", csv_text(RETRIEVAL_COLUMNS, rows))]
     bars = {row["model"] + ("" if row["source"] == MEASURED else " (published)"):
             {"T2I": row["T2I R@1"], "I2T": row["I2T R@1"]} for row in rows}
     written.append(grouped_bars(out / "retrieval_r1.png", bars, ["T2I", "I2T"],
                                 f"{payload['benchmark']} R@1 (protocol {payload['protocol']})"))
-    return written
+    doc.img(written[-1], "R@1 per model, both directions")
+    return written + _write_page(out, "retrieval", doc, payload)
 
 
 # ---------------------------------------------------------------- analyses
 
 ANALYSIS_COLUMNS = ["source", "model", "protocol", "analysis", "variant", "direction",
-                    "R@1", "R@1 95% CI", "R@5", "R@10", "captions", "excluded captions"]
+                    "R@1", "R@1 95% CI", "R@5", "R@10", "captions", "excluded captions", "chance R@1"]
 
 
 def analysis_rows(payload: dict) -> list[dict]:
@@ -119,7 +147,8 @@ def analysis_rows(payload: dict) -> list[dict]:
                              "analysis": name, "variant": variant, "direction": d,
                              "R@1": pct(r[d]["R@1"]), "R@1 95% CI": interval(*(r[d].get("R@1_ci95") or (None, None))),
                              "R@5": pct(r[d]["R@5"]), "R@10": pct(r[d]["R@10"]),
-                             "captions": entry["n_captions"], "excluded captions": entry["excluded_captions"]})
+                             "captions": entry["n_captions"], "excluded captions": entry["excluded_captions"],
+                             CHANCE: chance_r1(payload["split"]["n_images"])})
     for name, refs in payload["published"].items():
         for ref in refs:
             for variant, value in ref["r1"].items():
@@ -129,39 +158,43 @@ def analysis_rows(payload: dict) -> list[dict]:
     return rows
 
 
-def analysis_section(name: str, rows: list[dict]) -> str:
+def analysis_section(doc: Doc, name: str, rows: list[dict]) -> None:
+    """One analysis: a heading, what is read, and a table of its variants' R@1 [95 % interval] per model
+    with the caption count and chance."""
     analysis = ANALYSES[name]
     variants = list(analysis.variants)
     wide: dict[tuple[str, str], dict] = {}
     for row in rows:
         if row["analysis"] == name:
             key = (row["source"], row["model"])
-            wide.setdefault(key, {"source": row["source"], "model": row["model"],
-                                  "captions": row.get("captions", "")})[row["variant"]] = row["R@1"]
+            cell = wide.setdefault(key, {"source": row["source"], "model": row["model"],
+                                         "captions": row.get("captions", ""), CHANCE: row.get(CHANCE, "")})
+            ci = row.get("R@1 95% CI", "")
+            cell[row["variant"]] = f"{row['R@1']} [{ci}]" if ci and row["R@1"] != "" else row["R@1"]
     direction = "text-to-image" if analysis.direction == "t2i" else "image-to-text"
-    header, dashes = ["source", "model", *variants, "captions"], Dashes()
+    header, dashes = ["source", "model", *variants, "captions", CHANCE], Dashes()
 
     def queries(row: dict, column: str):  # every variant's recall is over the analysis's captions
         return (row.get("captions"), "captions") if column in variants else None
 
-    shown = readable_rows(header, list(wide.values()), dashes, queries, "not published")
-    return "\n\n".join([f"## {md_line(name)}: {md_line(analysis.title)}", f"{direction} R@1, %",
-                        markdown_table(header, shown), *_note(dashes)])
+    doc.h(2, f"{name}: {analysis.title}")
+    doc.p(f"{direction} R@1, % [95 % bootstrap interval]; chance R@1 is 1 / images")
+    _table(doc, header, readable_rows(header, list(wide.values()), dashes, queries, "not published"), dashes)
 
 
 def write_analyses_report(out: Path, payload: dict) -> list[Path]:
+    """results.json, analyses.csv, a figure per analysis and the page (analyses.md, analyses.html)."""
     rows = analysis_rows(payload)
     names = [n for n in ANALYSES if any(n in m["analyses"] for m in payload["models"])]
     excluded = [f"{m['label']} {n}: {e['excluded_captions']} captions left out ({e['excluded_because']})"
                 for m in payload["models"] for n, e in m["analyses"].items() if e["excluded_captions"]]
     excluded += [f"{m['label']} {n}: {e['caveat']['captions']} captions with {e['caveat']['why']}"
                  for m in payload["models"] for n, e in m["analyses"].items() if e.get("caveat", {}).get("captions")]
-    bullets = "\n".join(f"- {md_line(line)}" for line in header_lines(payload) + excluded)
-    md = "\n\n".join(["# DeBias-CLIP analyses", bullets, *(analysis_section(n, rows) for n in names)]) + "\n"
+    doc = _page("DeBias-CLIP analyses", header_lines(payload) + excluded)
     written = [write_text(out / "results.json", json.dumps(payload, indent=2) + "\n"),
-               write_text(out / "analyses.md", md),
                write_text(out / "analyses.csv", csv_text(ANALYSIS_COLUMNS, rows))]
     for name in names:
+        analysis_section(doc, name, rows)
         series: dict[str, dict] = {}
         for row in rows:
             if row["analysis"] == name:
@@ -173,7 +206,8 @@ def write_analyses_report(out: Path, payload: dict) -> list[Path]:
             written.append(line_plot(out / "padding.png", series, list(ANALYSES[name].variants), title))
         else:
             written.append(grouped_bars(out / f"{name}.png", series, list(ANALYSES[name].variants), title))
-    return written
+        doc.img(written[-1], title)
+    return written + _write_page(out, "analyses", doc, payload)
 
 
 # ---------------------------------------------------------------- plots

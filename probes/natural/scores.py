@@ -11,7 +11,8 @@ from typing import Callable
 from comco import GENERATOR
 from comco.errors import UserError
 from comco.io import write_text
-from comco.report.tables import Dashes, csv_text, interval, markdown_table, md_line, pct, too_few, units
+from comco.report.document import Doc
+from comco.report.tables import MIN_TRIALS, Dashes, csv_text, interval, pct, too_few, units
 
 COLUMNS = ["model", "benchmark", "metric", "category", "score", "95% CI", "n", "units", "chance"]
 
@@ -116,6 +117,7 @@ def score_rows(payload: dict) -> list[dict]:
 
 
 def write_report(out: Path, kind: str, payload: dict, lines: list[str]) -> list[Path]:
+    """results.json, `kind`.csv and the page as `kind`.md and `kind`.html (comco.report.document)."""
     out.mkdir(parents=True, exist_ok=True)
     rows, dashes = score_rows(payload), Dashes()
     shown = []
@@ -124,8 +126,15 @@ def write_report(out: Path, kind: str, payload: dict, lines: list[str]) -> list[
         shown.append({**row, **({"score": few, "95% CI": dashes.dash("too few units to read an interval")}
                                 if few else {})})
     title = "Compositional benchmark" if kind == "compositional" else "Zero-shot classification"
-    md = "\n\n".join([f"# {title}", "\n".join(f"- {md_line(x)}" for x in lines),
-                      markdown_table(COLUMNS, shown), *([dashes.note()] if dashes.reasons else [])]) + "\n"
+    doc = Doc()
+    doc.h(1, title)
+    for line in lines + [f"a score from fewer than {MIN_TRIALS} resampled {payload.get('unit', 'units')} shows its "
+                         "count instead (\"12 items: too few to read\"); results.json and the CSV keep every number"]:
+        doc.p(line)
+    doc.table(COLUMNS, [[row.get(c, "") for c in COLUMNS] for row in shown])
+    if dashes.reasons:
+        doc.p(dashes.note())
     return [write_text(out / "results.json", json.dumps(payload, indent=2) + "\n"),
-            write_text(out / f"{kind}.md", md),
-            write_text(out / f"{kind}.csv", csv_text(COLUMNS, rows))]
+            write_text(out / f"{kind}.md", doc.markdown(out)),
+            write_text(out / f"{kind}.csv", csv_text(COLUMNS, rows)),
+            write_text(out / f"{kind}.html", doc.html(f"comco eval {kind}: {payload['benchmark']}"))]

@@ -1,0 +1,151 @@
+"""`comco eval tradeoff`: one table and one figure with each model's order and size biases
+(TOR first share, IOR largest share, from `comco probe` folders) beside its compositional,
+retrieval and zero-shot scores (from `comco eval` folders), each with its interval, count
+and chance: the table a de-biasing paper prints. Models are matched by their label."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from comco.errors import UserError
+from comco.io import write_text
+from comco.report.document import Doc
+from comco.report.plots import interval_bars, legend_beside, pyplot, save
+from comco.report.tables import MIN_TRIALS, csv_text, interval, pct, too_few
+
+CSV_COLUMNS = ["model", "measure", "score", "lo", "hi", "n", "units", "chance", "from"]
+
+
+def _stat(acc, lo, hi, n, clusters, chance) -> dict:
+    return {"acc": acc, "lo": lo, "hi": hi, "n": n, "clusters": clusters, "chance": chance}
+
+
+def _probe_measures(results: dict) -> dict[str, dict[str, dict]]:
+    """model -> {"TOR first share": stat, "IOR largest share": stat} from a probe's results.json."""
+    from comco.probes.page import INDICES, headline
+
+    out: dict[str, dict[str, dict]] = {}
+    for label, row in headline(results).items():
+        for ix in INDICES:
+            if row.get(ix.key):
+                name = "TOR first share" if ix.key == "first" else "IOR largest share"
+                out.setdefault(label, {})[name] = row[ix.key]["share"]
+    return out
+
+
+def _eval_measures(payload: dict) -> dict[str, dict[str, dict]]:
+    """model -> measure -> stat from a `comco eval retrieval|compositional|zeroshot` results.json."""
+    out: dict[str, dict[str, dict]] = {}
+    for model in payload.get("models", []):
+        got = out.setdefault(model["label"], {})
+        if payload["kind"] == "retrieval":
+            r = model["result"]
+            chance = 1 / r["n_images"] if r["n_images"] else None
+            for d, name, n in (("t2i", "T2I", r["n_texts"]), ("i2t", "I2T", r["n_images"])):
+                lo, hi = r[d].get("R@1_ci95") or (None, None)
+                got[f"{payload['benchmark']} {name} R@1"] = _stat(r[d]["R@1"], lo, hi, n, r["n_images"], chance)
+        elif payload["kind"] in ("compositional", "zeroshot"):
+            for metric, cats in model["scores"].items():
+                if "all" in cats:
+                    name = (f"zero-shot {metric}" if payload["kind"] == "zeroshot"
+                            else f"{payload['benchmark']} {metric}")
+                    got[name] = cats["all"]
+    return out
+
+
+def gather_tradeoff(folders: list[Path],
+                    models: list[str] | None = None) -> tuple[list[str], dict[str, dict[str, dict]]]:
+    """(measures in the order first seen, model -> measure -> stat with "from": its folder).
+
+    Args:
+        folders: `comco probe` and `comco eval retrieval|compositional|zeroshot` output folders.
+        models: the labels to keep, in this order (None: every model, in the order first seen).
+    """
+    if not folders:
+        raise UserError("give at least one --results DIR (a comco probe or comco eval output folder)")
+    measures: list[str] = []
+    table: dict[str, dict[str, dict]] = {}
+    for folder in folders:
+        path = Path(folder) / "results.json"
+        if not path.is_file():
+            raise UserError(f"--results {folder} has no results.json; give a comco probe or comco eval --out folder")
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as err:
+            raise UserError(f"{path} is not JSON ({err}); give a comco probe or comco eval --out folder") from None
+        if "probes" in payload:
+            found = _probe_measures(payload)
+        elif payload.get("kind") in ("retrieval", "compositional", "zeroshot"):
+            found = _eval_measures(payload)
+        else:
+            raise UserError(f"{path} is neither a comco probe nor a comco eval retrieval, compositional or "
+                            "zeroshot result")
+        for label, got in found.items():
+            for name, stat in got.items():
+                if name not in measures:
+                    measures.append(name)
+                table.setdefault(label, {})[name] = {**stat, "from": str(folder)}
+    if models:
+        if missing := [m for m in models if m not in table]:
+            raise UserError(f"--models {missing[0]} is in none of the --results folders; they hold: "
+                            f"{', '.join(table) or 'no model'}")
+        table = {m: table[m] for m in models}
+    return measures, table
+
+
+def cell(stat: dict | None) -> str:
+    """A table cell: score [95 % interval] (n), or the count and "too few to read"."""
+    if not stat or stat.get("acc") is None:
+        return "–"
+    few = too_few(stat.get("n"), clusters=stat.get("clusters"))
+    ci = interval(stat.get("lo"), stat.get("hi"))
+    return few or f"{pct(stat['acc'])} [{ci}] (n={stat['n']})"
+
+
+def _chance(value: float | None) -> str:
+    """Chance as %, with a second digit when it is under 1 % (1 / 5000 images is 0.02, not 0.0)."""
+    return "–" if value is None else pct(value, 2 if value < 0.01 else 1)
+
+
+def write_tradeoff(out: Path, measures: list[str], table: dict[str, dict[str, dict]]) -> list[Path]:
+    """tradeoff.md, tradeoff.html (the same page), tradeoff.csv (one row per model and measure) and
+    tradeoff.png (every measure with its interval per model, chance as a grey tick)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    chance = {m: next((s[m].get("chance") for s in table.values() if m in s and s[m].get("chance") is not None),
+                      None) for m in measures}
+    doc = Doc()
+    doc.h(1, "Trade-off: biases against benchmark scores")
+    doc.p("values are %, each with its 95 % bootstrap interval and count (n); the first row is chance (the first "
+          "model's, where models differ: tradeoff.csv gives each row's); a score "
+          f"from fewer than {MIN_TRIALS} trials or resampled units shows its count instead; – the model has no "
+          "such result in the folders given")
+    doc.p("TOR first share and IOR largest share: lower is less biased (chance is 1 / objects); every other "
+          "column: higher is better")
+    doc.table(["model", *measures], [["chance", *(_chance(chance[m]) for m in measures)]]
+              + [[label, *(cell(got.get(m)) for m in measures)] for label, got in table.items()])
+    rows = [{"model": label, "measure": m, "score": s.get("acc"), "lo": s.get("lo"), "hi": s.get("hi"),
+             "n": s.get("n"), "units": s.get("clusters"), "chance": s.get("chance"), "from": s.get("from")}
+            for label, got in table.items() for m in measures if (s := got.get(m))]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(8, 1.4 * len(measures) + 4), 5), dpi=100)
+    readable = {label: [(s["acc"], s.get("lo"), s.get("hi"))
+                        if (s := got.get(m)) and not too_few(s.get("n"), clusters=s.get("clusters")) else None
+                        for m in measures] for label, got in table.items()}
+    interval_bars(ax, measures, readable)  # a number too few to read is not drawn, as the table shows its count
+    for i, m in enumerate(measures):
+        if chance[m] is not None:
+            ax.hlines(100 * chance[m], i - 0.45, i + 0.45, colors="grey", linestyles="--", linewidth=1)
+    ax.set_xticks(range(len(measures)), measures, rotation=20, ha="right", fontsize=9)
+    ax.set_ylabel("% (chance dashed)")
+    ax.set_ylim(0, 100)
+    legend_beside(ax)
+    ax.set_title("TOR, IOR: lower is less biased; scores: higher is better", fontsize=10)
+    figure = save(fig, out / "tradeoff.png")
+    doc.img(figure, "every measure per model with its 95 % interval; chance dashed")
+    return [write_text(out / "tradeoff.csv", csv_text(CSV_COLUMNS, rows)), figure,
+            write_text(out / "tradeoff.md", doc.markdown(out)),
+            write_text(out / "tradeoff.html", doc.html("comco eval tradeoff"))]
