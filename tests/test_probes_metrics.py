@@ -200,7 +200,7 @@ def test_role_retrieval_missing_roles_are_not_counted():
 
 
 def test_report_shows_published_rows_labelled_and_after_measured():
-    data = planned_data(n=10)
+    data = planned_data(n=30)  # 30 images: enough resampled units to read
     groups = tor_dataset(data, FakeEmbedder(first_mention_wins), ["and"], n_boot=20, seed=0)
     results = {"seed": 0, "dataset": {"root": "x", "hash": "h"}, "probes": {"tor": {"m1": groups, "m2": groups}}}
     tabs = tables(results)["tor"]

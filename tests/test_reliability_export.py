@@ -336,10 +336,10 @@ def test_pairs_sheet_replaces_only_a_sheet_it_wrote(pairs, tmp_path, capsys):
 
 def test_factors_that_name_nothing_are_refused(pairs, tmp_path, capsys):
     for value in ("", ","):
-        line = one_line(*comco(capsys, "dataset", "pairs-sheet", pairs, "--out", tmp_path / "s.png",
+        line = one_line(*comco(capsys, "dataset", "pairs-sheet", pairs, "--out", tmp_path / "s",
                                "--factors", value)[::2])
         assert "names no factor" in line
-    assert not (tmp_path / "s.png").exists()
+    assert not (tmp_path / "s" / "pairs-sheet.png").exists()
 
 
 # -- 24.2: the printed line reproduces comco's numbers ---------------------------------------------
