@@ -190,6 +190,14 @@ class _Parts:
         self.data, self.render, self.sc, self.ft, self.probe, self.lab = (
             s[k] for k in ("data", "render", "scratch", "finetune", "probe", "labclip"))
         self.device = s["run"]["device"]
+        # every training of the recipe in one precision, resolved here (part of each stage's hash):
+        # on a CPU by this machine's flags; on a GPU, or a device chosen at run time, by the trainer
+        precision = s["run"].get("precision", "auto")
+        if precision == "auto" and self.device == "cpu":
+            from comco.train.precision import cpu_precision
+
+            precision = cpu_precision("auto")
+        self.precision = {"precision": precision}
         render, sc, probe = self.render, self.sc, self.probe
         self.plan_common = plan_settings(s)  # layout, large_slot, ... resolution: the planning options the recipe keys
         self.render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
@@ -291,7 +299,7 @@ class _Parts:
         sc = self.sc
         return {"seed": seed, "batch_size": sc["batch_size"], "lr": sc["lr"], "warmup": sc["warmup"],
                 "weight_decay": sc["weight_decay"], "device": self.device, **self._size(variant),
-                **self.shared_training}
+                **self.shared_training, **self.precision}
 
     def scratch(self, probes: bool, analyses: bool) -> list[Stage]:
         out = []
@@ -334,7 +342,8 @@ class _Parts:
                     "kind": v["kind"], "variant": v["name"], "seed": seed, "steps": ft["steps"],
                     "batch_size": ft["batch_size"], "lr": ft["lr"], "warmup": ft["warmup"],
                     "weight_decay": ft["weight_decay"], "device": self.device, "options": options,
-                    "adam_betas": [0.9, 0.999], "adam_eps": 1e-8},  # the papers' code's AdamW
+                    "adam_betas": [0.9, 0.999], "adam_eps": 1e-8,  # the papers' code's AdamW
+                    **self.precision},
                     model=scratch_key(self.oset, p, seed), data=captions_key("train", self.oset, p)))
                 if probes:
                     out.append(self._probe(key, p, True, self.probe["analyses"] if analyses else []))
@@ -348,6 +357,6 @@ class _Parts:
                               data=captions_key("colors", self.oset, lab["order_bias"])))
             out.append(_stage(labclip_key(self.oset, seed), {
                 "seed": seed, "steps": lab["steps"], "batch_size": lab["batch_size"], "lr": lab["lr"],
-                "device": self.device, "bootstrap": self.probe["bootstrap"]},
+                "device": self.device, "bootstrap": self.probe["bootstrap"], **self.precision},
                 model=base, data=render_key("colors", self.oset)))
         return out

@@ -240,7 +240,8 @@ def _shard_images(path, v):
 
 
 # keys a recipe may leave out (every other key is required), with the value they take
-OPTIONAL = {"run": {"executor": "local", "slurm": {}, "node": {}}, "render": {"shard_images": None}}
+OPTIONAL = {"run": {"executor": "local", "slurm": {}, "node": {}, "precision": "auto"},
+            "render": {"shard_images": None}}
 
 SCHEMA: dict[str, dict[str, Callable]] = {
     # the planning options keyed in a section (layout, large_slot, ... in [data]) come with their
@@ -272,7 +273,10 @@ SCHEMA: dict[str, dict[str, Callable]] = {
                 "lr": _float(0.0, 1.0, open_lo=True), "base_images": _int(4, MAX_IMAGES),
                 "base_steps": _int(1, MAX_STEPS)},
     "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES),
-            "executor": _choice(EXECUTORS), "slurm": _slurm_table, "node": _node_table},
+            "executor": _choice(EXECUTORS), "slurm": _slurm_table, "node": _node_table,
+            # the trainings' float precision (comco.train.precision): auto = bf16 autocast where the
+            # CPU multiplies bf16 natively (or on a GPU), fp32 elsewhere; fp32 or bf16 force one
+            "precision": _choice(("auto", "fp32", "bf16"))},
     # competence gates: the least value of each figure a model must reach on the held-out
     # test set before any of its numbers enters a fit, a comparison or a paragraph
     "gates": {"set_r1": _float(0.0, 1.0), "swap_largest": _float(0.0, 1.0), "swap_small": _float(0.0, 1.0),

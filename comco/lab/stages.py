@@ -205,7 +205,7 @@ def _train(kind: str, out: Path, data: Path, config: dict, options: dict, **extr
     steps = config["steps"]
     cfg = make_config(kind, data=str(data), out=str(out), seed=config["seed"], steps=steps,
                       batch_size=config["batch_size"], lr=config["lr"], device=config["device"],
-                      checkpoint_every=max(1, steps // 3), quiet=True,
+                      checkpoint_every=max(1, steps // 3), quiet=True, precision=config.get("precision", "auto"),
                       resume=str(checkpoint) if checkpoint.is_file() else None, options=options, **extra)
     t0 = time.perf_counter()
     summary = run_training(cfg)
@@ -213,6 +213,7 @@ def _train(kind: str, out: Path, data: Path, config: dict, options: dict, **extr
     checkpoint.unlink(missing_ok=True)
     last = summary.get("last") or {}
     return {"steps": summary["step"], "loss": last.get("loss"), "train_seconds": time.perf_counter() - t0,
+            "precision": summary.get("precision"),
             "model": "model.pt", "data_config_hash": json.loads((data / "dataset.json").read_text())["config_hash"],
             **{k: summary[k] for k in ("binding_before", "binding_after", "n_train", "n_test") if k in summary}}
 
