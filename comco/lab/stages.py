@@ -282,7 +282,10 @@ def _device(config: dict) -> str:
 
 def _stat(s: dict) -> dict:
     v = s.get("acc", s.get("mean"))
-    return {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "chance": s.get("chance")}
+    out = {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "chance": s.get("chance")}
+    if s.get("ties") is not None:  # queries decided by rounding, left out of n (comco.probes.retrieval.near_ties)
+        out["ties"] = s["ties"]
+    return out
 
 
 def _groups(groups: list[dict]) -> dict:
@@ -292,7 +295,8 @@ def _groups(groups: list[dict]) -> dict:
         out[str(g["n_objects"])] = {
             "unconditional": [_stat(s) for s in g["metrics"]["unconditional"]],
             "conditional": [_stat(s) for s in g["metrics"]["conditional"]],
-            "kept": g.get("kept_conditional"), "queries": g.get("queries"), "skipped": g.get("skipped", 0)}
+            "kept": g.get("kept_conditional"), "queries": g.get("queries"), "skipped": g.get("skipped", 0),
+            "ties": g.get("ties", 0)}
     return out
 
 

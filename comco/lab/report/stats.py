@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from comco.probes.retrieval import NO_PREFERENCE, mostly_ties
 from comco.report import too_few
 
 # two-sided 95 % Student t quantiles by degrees of freedom
@@ -100,7 +101,18 @@ def counted(s: dict, trials: list) -> dict:
     return {**s, "trials": min(known)} if known else s
 
 
+def no_preference(s: dict | None) -> str | None:
+    """"no preference measurable (2 of 3 models: 94 % near-ties)" when the summary's models
+    rest mostly on near-ties (comco.probes.retrieval.near_ties), else None."""
+    if not s or not s.get("no_preference"):
+        return None
+    return (f"{NO_PREFERENCE} ({s['no_preference']} of {s['models']} model(s) mostly near-ties, "
+            f"{100 * s.get('tie_share', 0.0):.0f} % of the queries)")
+
+
 def _interval(s: dict | None, scale: float, digits: int, dashes=None, missing: str = "not measured") -> str:
+    if s and s.get("mean") is None and no_preference(s):
+        return no_preference(s)
     if not s or s.get("mean") is None:
         return dashes.dash(missing) if dashes is not None else "–"
     few = thin(s)
@@ -155,5 +167,21 @@ def metric(res: dict, family: str, n: str, template: str | None = None) -> dict 
         stats = res.get("sensitivity", {}).get(n)
     if not stats:
         return None
-    return {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
-            "chance": [s.get("chance") for s in stats], "n": [s.get("n") for s in stats]}
+    out = {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
+           "chance": [s.get("chance") for s in stats], "n": [s.get("n") for s in stats]}
+    ties, counted_ = int(stats[0].get("ties") or 0), int(stats[0].get("n") or 0)
+    out["tie_share"] = ties / (ties + counted_) if ties + counted_ else 0.0
+    if mostly_ties(ties, counted_):  # this model shows no preference: none of its shares is a number
+        out.update(share=[None] * len(stats), raw=[None] * len(stats), no_preference=True)
+    return out
+
+
+def tie_summary(s: dict, models: list[dict | None]) -> dict:
+    """The across-seed summary `s` with how many of its models' figures rest mostly on near-ties
+    (no_preference: those models give no number) and their mean share of tied queries."""
+    got = [m for m in models if m is not None]
+    tied = sum(bool(m.get("no_preference")) for m in got)
+    out = {**s, "tie_share": float(np.mean([m.get("tie_share", 0.0) for m in got])) if got else 0.0}
+    if tied:
+        out.update(no_preference=tied, models=len(got))
+    return out

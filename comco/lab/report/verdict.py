@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from comco.lab.report.stats import SHARE_DIFFERENCE, paired, pct, signed
+from comco.probes.retrieval import NO_PREFERENCE
 
 SUPPORTED, CONTRADICTED, CANNOT, FRAGILE = "supported", "contradicted", "cannot answer", "fragile"
 UP, DOWN, NEITHER, UNKNOWN = "up", "down", "neither", "unknown"
@@ -87,6 +88,10 @@ def judge(estimate_for: Callable[[frozenset], dict], seeds: Iterable, *, need: i
     seeds = list(seeds)
     est = estimate_for(frozenset())
     way = _way(est, need)
+    if way == UNKNOWN and est.get("no_preference"):
+        # the models' figures rest mostly on near-ties (comco.probes.retrieval): rounding, not a preference
+        return Judgement(CANNOT, way, est, f"{NO_PREFERENCE}: {est['no_preference']} of {est['models']} model(s) "
+                         f"mostly near-ties, {100 * est.get('tie_share', 0.0):.0f} % of the queries")
     if way == UNKNOWN:
         return Judgement(CANNOT, way, est, f"{est.get('n', 0)} passing model(s), fewer than {need}")
     if way == NEITHER:
