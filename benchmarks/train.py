@@ -1,6 +1,6 @@
 """Training speed on this machine, side by side in one run.
 
-    .venv/bin/python benchmarks/train.py [--data DATASET] [--steps 30] [--threads 2]
+    .venv/bin/python benchmarks/train.py [--data DATASET] [--steps 30] [--threads 2] [--precision-only]
 
 1. `scratch` at its default size: samples per second, and the share of each step spent
    waiting for data (target <= 10 %).
@@ -17,6 +17,10 @@
    against channels-last (what comco trains with, comco.train.loop.channels_last_convs),
    interleaved. Scratch training's cached batches are channels-last views (an NHWC array
    permuted), so there the convolutions took the channels-last kernels already.
+6. A whole step of the lab's small conv scratch model (batch 64, 64 px, context 32) in fp32
+   against bf16 autocast (what `--precision auto` trains with on a CPU that multiplies bf16
+   natively: AVX512_BF16 or AMX_BF16; comco.train.precision), interleaved, with the same
+   model and batch. On a CPU without native bf16 the bf16 line shows what emulation costs.
 Without --data, a synthetic comco dataset (planner records, PIL-drawn 64 px images) is made.
 """
 
@@ -61,7 +65,7 @@ def text_side(task, batches: list[list[int]], repeats: int = 3) -> float:
 def sampler_costs(data: Path, out: Path, steps: int, device: str) -> dict:
     """Both kinds built side by side and their steps interleaved, so load on a shared
     machine hits both alike."""
-    from test_train_fixtures import make_tiny_checkpoint
+    from support.train import make_tiny_checkpoint
 
     from comco.train.loop import Trainer, plan_micro_batches
     from comco.train.run import build_task, make_config
@@ -162,6 +166,41 @@ def layout_costs(repeats: int) -> dict:
     return {name: 1000 * statistics.median(t[2:]) for name, t in times.items()}
 
 
+def precision_costs(repeats: int) -> dict:
+    """Milliseconds per training step of the lab's small conv scratch model: fp32 vs bf16 autocast
+    (the Trainer's own autocast and channels-last tower), interleaved on one model and batch."""
+    import copy
+
+    import open_clip
+    import torch
+
+    from comco.train.clip_forward import clip_features
+    from comco.train.loop import channels_last_convs
+    from comco.train.losses import contrastive_loss
+    from comco.train.scratch import initial_module
+
+    size = {"vision_tower": "conv", "vision_layers": 2, "text_layers": 2, "vision_width": 128, "text_width": 128,
+            "embed_dim": 128, "context_length": 32, "resolution": 64}
+    _, fp32 = initial_module(0, size)
+    channels_last_convs(fp32)
+    bf16 = copy.deepcopy(fp32)
+    text = open_clip.SimpleTokenizer(context_length=32)(["a torus and a cube and a cone"] * 64)
+    image = torch.randn(64, 3, 64, 64).contiguous(memory_format=torch.channels_last)
+    runs = {name: (model, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True))
+            for name, model in (("fp32", fp32), ("bf16", bf16))}
+    times = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, (model, opt) in runs.items():
+            started = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "bf16"):
+                loss = contrastive_loss(*clip_features(model, image, text))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            times[name].append(time.perf_counter() - started)
+    return {name: 1000 * statistics.median(t[2:]) for name, t in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, help="a rendered comco dataset (default: a synthetic one)")
@@ -169,15 +208,19 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--device", default="cpu", help="cpu or cuda (AMP bf16 there)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--precision-only", action="store_true", help="only section 6: fp32 against bf16 autocast")
     args = parser.parse_args()
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.precision_only:
+        print_precision(precision_costs(max(12, args.steps)), torch)
+        return
     work = Path(tempfile.mkdtemp(prefix="comco-bench-train-"))
     data = args.data
     if data is None:
-        from test_train_fixtures import make_dataset
+        from support.train import make_dataset
 
         data = make_dataset(work / "data", n=args.n, resolution=64, objects=(2, 3, 4))
     scratch = scratch_speed(data, work / "scratch", args.steps, args.device)
@@ -186,6 +229,7 @@ def main() -> None:
     opt = optimizer_costs(max(12, args.steps))
     cut = trimmed_costs(max(12, args.steps))
     layout = layout_costs(max(12, args.steps))
+    prec = precision_costs(max(12, args.steps))
     where = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} CPU threads"
     print(f"torch {torch.__version__}, {where}, data {data}")
     print(f"{'measure':44s} {'value':>12s} {'target':>10s}")
@@ -206,6 +250,19 @@ def main() -> None:
     print(f"{'conv scratch step, NCHW tower ms':44s} {layout['nchw']:12.1f}")
     print(f"{'conv scratch step, channels-last (comco) ms':44s} {layout['channels_last']:12.1f}")
     print(f"{'  NCHW / channels-last':44s} {layout['nchw'] / layout['channels_last']:11.2f}x")
+    print_precision(prec, torch)
+
+
+def print_precision(prec: dict, torch) -> None:
+    from comco.lab.stages import _cpu_name
+    from comco.train.precision import BF16_FLAGS, cpu_flags, cpu_precision
+
+    native = [f for f in BF16_FLAGS if f in cpu_flags()]
+    print(f"{_cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} thread(s); native bf16 flags: "
+          f"{', '.join(native) or 'none'}; --precision auto trains in {cpu_precision('auto')} here")
+    print(f"{'small conv scratch step, fp32 ms':44s} {prec['fp32']:12.1f}")
+    print(f"{'small conv scratch step, bf16 autocast ms':44s} {prec['bf16']:12.1f}")
+    print(f"{'  fp32 / bf16':44s} {prec['fp32'] / prec['bf16']:11.2f}x")
 
 
 if __name__ == "__main__":
