@@ -82,7 +82,7 @@ def main() -> None:
             for preset in ("draft",) if skip_cycles else ("draft", "cycles"):
                 t = time.perf_counter()
                 subprocess.run([PY, "-m", "comco.cli", "objects", "preview", name, "--preset", preset,
-                                "--out", str(tmp / f"{name}-{preset}.png")], check=True, capture_output=True)
+                                "--out", str(tmp / f"{name}-{preset}")], check=True, capture_output=True)
                 print(f"preview {name} {preset}: {time.perf_counter() - t:.1f} s")
 
 

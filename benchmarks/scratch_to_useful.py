@@ -151,7 +151,7 @@ def main() -> None:
         if mark:
             cmd = ["train", "scratch", "--data", data, "--out", train_dir, "--steps", steps,
                    "--stop-after", mark - done, "--quiet"]
-            wall += comco(env, *cmd, *(["--resume", resume] if resume else []))
+            wall += comco(env, *cmd, *(["--resume-from", resume] if resume else []))
             done = mark
             resume = train_dir / "checkpoint.pt"
         ckpt = step0 if mark == 0 else (train_dir / ("model.pt" if mark == steps else "checkpoint.pt"))

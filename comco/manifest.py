@@ -260,75 +260,164 @@ def _number(where: str, key: str, value, lo: float, hi: float) -> float:
     return float(value)
 
 
-def _parse_object(where: str, raw, palette: dict, root: Path) -> ObjectSpec:
+# The share of its box's outline an object may cover (the planner's fill; calibrate measures it).
+FILL_RANGE = (0.05, 1.0)
+
+
+class Problems:
+    """Every problem of a manifest, collected: each check runs on its own (a failed one gives its
+    default), so `objects validate` and every command name all of them in one run, not the first."""
+
+    def __init__(self):
+        self.found: list[str] = []
+
+    def check(self, fn, *args, default=None):
+        """fn(*args), or `default` when it raises a UserError (whose line is kept)."""
+        try:
+            return fn(*args)
+        except UserError as exc:
+            self.found.append(str(exc))
+            return default
+
+    def raise_all(self, where: str) -> None:
+        if len(self.found) == 1:
+            raise UserError(self.found[0])
+        if self.found:
+            raise UserError(f"{where}: {len(self.found)} problems: " + "; ".join(self.found))
+
+
+def _parse_object(where: str, raw, palette: dict, root: Path, problems: Problems | None = None) -> ObjectSpec | None:
+    """One [[objects]] table as an ObjectSpec; each of its problems goes to `problems` (None: raise the first)."""
+    own = Problems()
+    spec = _object_checks(where, raw, palette, root, own)
+    if problems is None:
+        own.raise_all(where)
+    else:
+        problems.found += own.found
+    return spec
+
+
+def _object_checks(where: str, raw, palette: dict, root: Path, p: Problems) -> ObjectSpec | None:
     if not isinstance(raw, dict):
-        raise UserError(f"{where}: each [[objects]] entry must be a table, got {raw!r}")
-    _check_keys(where, raw, OBJECT_KEYS, OBJECT_REQUIRED)
-    name = check_file_name(where, "object name", raw["name"])
-    if name != name.lower():
-        raise UserError(f"{where}: name must be a non-empty lower-case word, got {name!r}")
-    where = f"{where} ({name})"
-    if raw["article"] not in ("a", "an"):
-        raise UserError(f"{where}: article must be 'a' or 'an', got {raw['article']!r}")
-    plural = _text(where, "plural", raw["plural"])
-    synonyms = _texts(where, "synonyms", raw.get("synonyms", []))
-    if any(set(w) & set("{}") for w in (plural, *synonyms)):
-        raise UserError(f"{where}: plural and synonyms cannot hold braces (captions are filled from templates)")
-    dims = raw["dimensions_m"]
-    if (not isinstance(dims, list) or len(dims) != 3
-            or not all(isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims)):
-        raise UserError(f"{where}: dimensions_m must be three positive numbers [width, depth, height] in metres")
-    dims = tuple(float(d) for d in dims)
-    if max(dims) > 500 or max(dims) < 0.005:
-        raise UserError(f"{where}: dimensions_m {list(dims)} is not a plausible real-world size in metres")
-    size_class = raw["size_class"]
-    expected = size_class_for(max(dims))
-    if size_class not in SIZE_CLASSES:
-        raise UserError(f"{where}: size_class must be one of {', '.join(SIZE_CLASSES)}")
-    if size_class != expected:
-        raise UserError(f"{where}: size_class '{size_class}' disagrees with its longest side "
-                        f"{max(dims):g} m (expected '{expected}')")
-    colorable = raw["colorable"]
-    if not isinstance(colorable, bool):  # "no" would be read as true
-        raise UserError(f"{where}: key 'colorable' must be true or false, got {colorable!r}")
-    source = raw["source"]
-    kind, _, ref = source.partition(":") if isinstance(source, str) else ("", "", "")
-    if kind not in ("builder", "mesh") or not ref:
-        raise UserError(f"{where}: source must be 'builder:NAME' or 'mesh:FILE', got {source!r}")
-    if kind == "mesh":
-        path = _safe_relative(where, ref, root)
-        if path.suffix.lower() not in MESH_SUFFIXES:
-            raise UserError(f"{where}: mesh '{ref}' has an unsupported type; use one of {' '.join(MESH_SUFFIXES)}")
-        if not path.is_file():
-            raise UserError(f"{where}: mesh file '{ref}' not found in {root}")
-    colors = _texts(where, "colors", raw.get("colors", []))
-    # A mesh is painted in the colour its captions name, so even its own (fixed) colour needs
-    # the palette's RGB; a builder's fixed colours are built in.
-    unknown_colors = [c for c in colors if (colorable or kind == "mesh") and c not in palette]
-    if unknown_colors:
-        own = "" if colorable else (" (a mesh is painted in the colour its captions name: add "
-                                    f"{unknown_colors[0]} = [r, g, b] to [palette], or drop the colour)")
-        raise UserError(f"{where}: colour '{unknown_colors[0]}' is not in the set's palette{own}")
-    for c in colors:
-        check_file_name(where, "colour", c)  # a single's id is NAME-COLOUR
-    yaw_range = _number(where, "yaw_range", raw.get("yaw_range", 30.0), 0.0, 180.0)
-    rotation_fix = raw.get("rotation_fix", [0.0, 0.0, 0.0])
-    if (not isinstance(rotation_fix, list) or len(rotation_fix) != 3
-            or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in rotation_fix)):
-        raise UserError(f"{where}: rotation_fix must be three angles in degrees")
-    material = raw.get("material")
-    if material is not None:
-        _text(where, "material", material)
-    fill = raw.get("fill")
-    if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float)) or not 0.05 <= fill <= 1):
-        raise UserError(f"{where}: fill must be a share between 0.05 and 1 "
-                        f"(`comco objects calibrate` measures it), got {fill!r}")
+        p.found.append(f"{where}: each [[objects]] entry must be a table, got {raw!r}")
+        return None
+    p.check(_check_keys, where, raw, OBJECT_KEYS, set(), default=None)  # unknown keys
+    missing = sorted(OBJECT_REQUIRED - set(raw))
+    for key in missing:
+        p.found.append(f"{where}: missing field '{key}'")
+    if "name" in missing:
+        return None
+    name = p.check(check_file_name, where, "object name", raw["name"])
+
+    def lower():
+        if name != name.lower():
+            raise UserError(f"{where}: name must be a non-empty lower-case word, got {name!r}")
+
+    if name is not None:
+        p.check(lower)
+        where = f"{where} ({name})"
+
+    def article():
+        if raw["article"] not in ("a", "an"):
+            raise UserError(f"{where}: article must be 'a' or 'an', got {raw['article']!r}")
+
+    def words():
+        plural = _text(where, "plural", raw["plural"])
+        synonyms = _texts(where, "synonyms", raw.get("synonyms", []))
+        if any(set(w) & set("{}") for w in (plural, *synonyms)):
+            raise UserError(f"{where}: plural and synonyms cannot hold braces (captions are filled from templates)")
+        return plural, synonyms
+
+    def sizes():
+        dims = raw["dimensions_m"]
+        if (not isinstance(dims, list) or len(dims) != 3
+                or not all(isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims)):
+            raise UserError(f"{where}: dimensions_m must be three positive numbers [width, depth, height] in metres")
+        dims = tuple(float(d) for d in dims)
+        if max(dims) > 500 or max(dims) < 0.005:
+            raise UserError(f"{where}: dimensions_m {list(dims)} is not a plausible real-world size in metres")
+        size_class = raw["size_class"]
+        expected = size_class_for(max(dims))
+        if size_class not in SIZE_CLASSES:
+            raise UserError(f"{where}: size_class must be one of {', '.join(SIZE_CLASSES)}")
+        if size_class != expected:
+            raise UserError(f"{where}: size_class '{size_class}' disagrees with its longest side "
+                            f"{max(dims):g} m (expected '{expected}')")
+        return dims, size_class
+
+    def paint():
+        colorable = raw["colorable"]
+        if not isinstance(colorable, bool):  # "no" would be read as true
+            raise UserError(f"{where}: key 'colorable' must be true or false, got {colorable!r}")
+        return colorable
+
+    def origin():
+        source = raw["source"]
+        kind, _, ref = source.partition(":") if isinstance(source, str) else ("", "", "")
+        if kind not in ("builder", "mesh") or not ref:
+            raise UserError(f"{where}: source must be 'builder:NAME' or 'mesh:FILE', got {source!r}")
+        if kind == "mesh":
+            path = _safe_relative(where, ref, root)
+            if path.suffix.lower() not in MESH_SUFFIXES:
+                raise UserError(f"{where}: mesh '{ref}' has an unsupported type; use one of {' '.join(MESH_SUFFIXES)}")
+            if not path.is_file():
+                raise UserError(f"{where}: mesh file '{ref}' not found in {root}")
+        return source, kind
+
+    def colours(colorable, kind):
+        colors = _texts(where, "colors", raw.get("colors", []))
+        # A mesh is painted in the colour its captions name, so even its own (fixed) colour needs
+        # the palette's RGB; a builder's fixed colours are built in.
+        unknown_colors = [c for c in colors if (colorable or kind == "mesh") and c not in palette]
+        if unknown_colors:
+            own = "" if colorable else (" (a mesh is painted in the colour its captions name: add "
+                                        f"{unknown_colors[0]} = [r, g, b] to [palette], or drop the colour)")
+            raise UserError(f"{where}: colour '{unknown_colors[0]}' is not in the set's palette{own}")
+        for c in colors:
+            check_file_name(where, "colour", c)  # a single's id is NAME-COLOUR
+        return colors
+
+    def rotation():
+        rotation_fix = raw.get("rotation_fix", [0.0, 0.0, 0.0])
+        if (not isinstance(rotation_fix, list) or len(rotation_fix) != 3
+                or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in rotation_fix)):
+            raise UserError(f"{where}: rotation_fix must be three angles in degrees")
+        return tuple(float(a) for a in rotation_fix)
+
+    def material():
+        value = raw.get("material")
+        if value is not None:
+            _text(where, "material", value)
+        return value
+
+    def fill():
+        value = raw.get("fill")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not FILL_RANGE[0] <= value <= FILL_RANGE[1]):
+            raise UserError(f"{where}: fill must be a share between 0.05 and 1 "
+                            f"(`comco objects calibrate` measures it), got {value!r}")
+        return None if value is None else float(value)
+
+    if missing:  # the checks below read the required fields
+        return None
+    p.check(article)
+    plural, synonyms = p.check(words, default=(None, ()))
+    dims, size_class = p.check(sizes, default=(None, None))
+    colorable = p.check(paint, default=False)
+    source, kind = p.check(origin, default=(None, ""))
+    colors = p.check(colours, colorable, kind, default=())
+    yaw_range = p.check(_number, where, "yaw_range", raw.get("yaw_range", 30.0), 0.0, 180.0)
+    rotation_fix = p.check(rotation)
+    mat = p.check(material)
+    share = p.check(fill)
+    if p.found:
+        return None
     return ObjectSpec(
         name=name, plural=plural, article=raw["article"], dimensions_m=dims,
         size_class=size_class, colorable=colorable, source=source,
         synonyms=synonyms, colors=colors, yaw_range=yaw_range,
-        rotation_fix=tuple(float(a) for a in rotation_fix),  # type: ignore[arg-type]
-        material=material, fill=None if fill is None else float(fill),
+        rotation_fix=rotation_fix,  # type: ignore[arg-type]
+        material=mat, fill=share,
     )
 
 
@@ -346,31 +435,39 @@ def _palette(where: str, raw) -> dict[str, tuple[float, float, float]]:
 
 
 def parse_manifest(data: dict, root: Path, manifest: Path | None = None) -> ObjectSet:
+    """The object set a manifest describes. Every problem is found in one pass (Problems): one
+    is refused by its own line, several by one line that names them all."""
     where = str(manifest or root / MANIFEST_NAME)
-    _check_keys(where, {k: v for k, v in data.items() if k != "objects"}, SET_KEYS, {"name"})
+    p = Problems()
+    p.check(_check_keys, where, {k: v for k, v in data.items() if k != "objects"}, SET_KEYS, {"name"})
     raw_objects = data.get("objects")
     if not raw_objects:
-        raise UserError(f"{where}: no [[objects]] entries")
-    if not isinstance(raw_objects, list):
-        raise UserError(f"{where}: key 'objects' must be [[objects]] tables, got {raw_objects!r}")
-    set_name = check_file_name(where, "set name", data["name"])  # reports and stage folders may carry it
-    description = _text(where, "description", data.get("description", ""), empty=True)
-    palette = _palette(where, data.get("palette", {}))
-    materials = _texts(where, "materials", data.get("materials", ["rubber"]))
-    default_color = check_file_name(where, "default_color", data.get("default_color", "gray"))
+        p.found.append(f"{where}: no [[objects]] entries")
+    elif not isinstance(raw_objects, list):
+        p.found.append(f"{where}: key 'objects' must be [[objects]] tables, got {raw_objects!r}")
+    # reports and stage folders may carry the set's name
+    set_name = p.check(check_file_name, where, "set name", data["name"]) if "name" in data else None
+    description = p.check(lambda: _text(where, "description", data.get("description", ""), empty=True), default="")
+    palette = p.check(_palette, where, data.get("palette", {}), default={})
+    materials = p.check(_texts, where, "materials", data.get("materials", ["rubber"]), default=())
+    default_color = p.check(check_file_name, where, "default_color", data.get("default_color", "gray"))
     color_articles = data.get("color_articles", {})
     if not isinstance(color_articles, dict) or any(v not in ("a", "an") for v in color_articles.values()):
-        raise UserError(f"{where}: key 'color_articles' must be a table of colour = \"a\" or \"an\", "
-                        f"got {color_articles!r}")
+        p.found.append(f"{where}: key 'color_articles' must be a table of colour = \"a\" or \"an\", "
+                       f"got {color_articles!r}")
     objects = []
     seen: dict[str, int] = {}
-    for i, raw in enumerate(raw_objects):
-        obj = _parse_object(f"{where} objects[{i}]", raw, palette, root)
-        folded = obj.name.casefold()  # file names must differ on case-insensitive disks too
-        if folded in seen:
-            raise UserError(f"{where}: duplicate object name '{obj.name}' (objects[{seen[folded]}] and objects[{i}])")
-        seen[folded] = i
-        objects.append(obj)
+    for i, raw in enumerate(raw_objects if isinstance(raw_objects, list) else []):
+        obj = _parse_object(f"{where} objects[{i}]", raw, palette, root, p)
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if isinstance(name, str) and name:
+            folded = name.casefold()  # file names must differ on case-insensitive disks too
+            if folded in seen:
+                p.found.append(f"{where}: duplicate object name '{name}' (objects[{seen[folded]}] and objects[{i}])")
+            seen.setdefault(folded, i)
+        if obj is not None:
+            objects.append(obj)
+    p.raise_all(where)
     return ObjectSet(
         name=set_name, root=root, description=description,
         objects=tuple(objects), palette=palette, materials=materials or ("rubber",),
@@ -390,9 +487,21 @@ def hash_manifest(data: dict, root: Path, objects: list[ObjectSpec]) -> str:
 
 
 
+# A measured fill up to this is 1: a box covers all of its outline, and the pixel edges of the
+# ID render put it a little over (1.001 at 160 px, 1.012 at 32 px). Past it the measurement is wrong.
+FILL_SLACK = 1.1
+
+
+def clamp_fill(fill: float) -> float:
+    """A measured fill as a manifest holds it: one a little over 1 (up to FILL_SLACK, pixel edges)
+    is 1; any other value is kept as measured (the manifest's check refuses it when out of range)."""
+    return FILL_RANGE[1] if FILL_RANGE[1] < fill <= FILL_SLACK else float(fill)
+
+
 def write_fills(manifest: Path, fills: dict[str, float]) -> None:
     """Set `fill = X` in each named object's table of a manifest, keeping the rest of the
-    text as it is (comments, order). The new text must load before it replaces the file."""
+    text as it is (comments, order); a fill measured a little over 1 is written as 1 (clamp_fill).
+    The new text must load before it replaces the file."""
     import re
 
     manifest = Path(manifest)
@@ -411,7 +520,7 @@ def write_fills(manifest: Path, fills: dict[str, float]) -> None:
             at -= 1  # after the table's last key, before its blank lines and trailing comments
         if not table[at - 1].endswith("\n"):
             table[at - 1] += "\n"
-        table.insert(at, f"fill = {fills[name]:.3f}\n")
+        table.insert(at, f"fill = {clamp_fill(fills[name]):.3f}\n")
     text = "".join("".join(t) for t in tables)
     parse_manifest(tomllib.loads(text), manifest.parent, manifest)
     write_text(manifest, text)

@@ -6,7 +6,8 @@ from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
     "PROBES": "runner", "ProbeOptions": "runner", "parse_probes": "runner", "run_probes": "runner",
-    "write_reports": "page", "Embedder": "embed", "DEFAULT_CACHE": "embed", "open_dataset": "probe_data",
+    "write_reports": "page", "probe_rows": "report",
+    "Embedder": "embed", "DEFAULT_CACHE": "embed", "open_dataset": "probe_data",
     "sensitivity": "sensitivity", "tor_summary": "sensitivity",
     "name_list": "texts", "check_gallery": "tor",
     "MAX_BOOTSTRAP": "stats", "check_aggregate": "aggregate",

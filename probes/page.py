@@ -31,6 +31,7 @@ from comco.probes.report import (
     readable,
     table_block,
     title,
+    units,
 )
 from comco.probes.report import tables as probe_tables
 from comco.probes.retrieval import NO_PREFERENCE, TIE_RULE
@@ -346,7 +347,31 @@ def page(results: dict, tabs: dict[str, list[dict]], figures: dict[str, Path]) -
     if results["skipped"]:
         doc.h(2, "Skipped")
         doc.p("; ".join(f"{k}: {why}" for k, why in results["skipped"].items()) + ".")
+    if advice := size_advice(results, tabs):
+        doc.p(advice)  # the page's last line
     return doc
+
+
+def size_advice(results: dict, tabs: dict[str, list[dict]]) -> str | None:
+    """One line when most measured cells are too few to read: how large a dataset (or how many
+    --tuples for --text-only) would bring the typical too-few cell to MIN_TRIALS resampled units,
+    assuming a cell's units grow with the dataset. None when most cells can be read."""
+    counts = [units(s) for ts in tabs.values() for t in ts for by_role in t["rows"].values()
+              for s in by_role.values() if s is not None and not math.isnan(_value(s))]
+    few = sorted(c for c in counts if c is not None and c < MIN_TRIALS)
+    if not counts or 2 * len(few) <= len(counts):
+        return None
+    factor = MIN_TRIALS / max(1, few[len(few) // 2])  # the median too-few cell reaches the minimum
+    ds, opts = results["dataset"], results.get("options") or {}
+    if ds.get("root") is None and opts.get("tuples"):
+        want = math.ceil(opts["tuples"] * factor / 10) * 10
+        how = f"run with about --tuples {want} (this run: {opts['tuples']})"
+    else:
+        scenes = ds.get("scenes", ds.get("records", 0)) or 0
+        want = math.ceil(max(scenes, 1) * factor / 50) * 50
+        how = f"render about {want} scenes (`comco render --n {want}`; this dataset has {scenes})"
+    return (f"{len(few)} of {len(counts)} cells are too few to read (under {MIN_TRIALS} resampled units); to read "
+            f"most of them, {how}.")
 
 
 def _counted(ds: dict) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from comco.probes.retrieval import NO_PREFERENCE, TIE_RULE, mostly_ties
 from comco.report.plots import interval_bars, pyplot, save
 from comco.report.published import published_rows
-from comco.report.tables import MIN_TRIALS, Dashes, markdown_table, md_line, md_text, too_few
+from comco.report.tables import MIN_TRIALS, Dashes, markdown_table, md_line, md_text, too_few, units
 from comco.report.tables import csv_text as table_csv
 
 TITLES = {
@@ -93,9 +93,10 @@ def probe_note(probe: str) -> str | None:
     return " ".join(notes) or None
 
 
-TOO_FEW = (f"A cell built from fewer than {MIN_TRIALS} trials (kept queries for a conditional share) shows its "
-           f"count instead of a number (\"2 of 32 kept: too few to read\"); results.json and the CSV tables keep "
-           f"every number. Each – carries a mark whose reason follows its table.")
+TOO_FEW = (f"A cell built from fewer than {MIN_TRIALS} trials (kept queries for a conditional share), or from "
+           f"fewer than {MIN_TRIALS} of the units its bootstrap resamples (images, pairs, sampled tuples), shows "
+           f"its count instead of a number (\"2 of 32 kept: too few to read\"); results.json and the CSV tables "
+           f"keep every number. Each – carries a mark whose reason follows its table.")
 NO_KEPT = "no query had its top-n retrieved items exactly the n objects present"
 
 
@@ -108,7 +109,8 @@ def readable(stat: dict | None) -> bool:
     if stat is None:
         return False
     v = value(stat)
-    return not (v is None or (isinstance(v, float) and math.isnan(v))) and stat.get("n", MIN_TRIALS) >= MIN_TRIALS
+    count = units(stat)
+    return not (v is None or (isinstance(v, float) and math.isnan(v))) and (count is None or count >= MIN_TRIALS)
 
 
 def cell(stat: dict | None, dashes: Dashes, *, of: int | None = None, missing: str = "not measured",
@@ -122,7 +124,7 @@ def cell(stat: dict | None, dashes: Dashes, *, of: int | None = None, missing: s
         return f"{NO_PREFERENCE} ({stat['ties']} of {stat['ties'] + (n or 0)} near-ties)"
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return dashes.dash(f"0 of {of} kept: {NO_KEPT}" if of else f"no {unit}")
-    return too_few(n, of, unit) or fmt(stat)
+    return too_few(n, of, unit, stat.get("clusters")) or fmt(stat)
 
 
 def fmt(stat: dict) -> str:
@@ -155,6 +157,26 @@ def tables(results: dict) -> dict[str, list[dict]]:
                     t["notes"][model] = {k: g[k] for k in NOTE_KEYS if k in g}
         out[probe] = list(merged.values())
     return out
+
+
+def probe_rows(results: dict, probe: str, metric: str | None = None) -> list[dict]:
+    """One probe's measured numbers as flat rows (comco.probe_table): one per group, metric, model
+    and role, with the interval, the trials, the resampled units, chance and whether the page
+    reads it (`readable`)."""
+    rows = []
+    for t in tables(results).get(probe, []):
+        if metric is not None and t["metric"] != metric:
+            continue
+        for model, by_role in t["rows"].items():
+            for role in t["roles"]:
+                s = by_role.get(role)
+                if s is None:
+                    continue
+                rows.append({"group": t["group"], "metric": t["metric"], "n_objects": t["n_objects"],
+                             "model": model, "role": role, "value": value(s), "lo": s.get("lo"),
+                             "hi": s.get("hi"), "n": s.get("n"), "units": units(s), "chance": s.get("chance"),
+                             "readable": readable(s)})
+    return rows
 
 
 def table_block(probe: str, t: dict) -> tuple[list[str], list[list[str]], str]:
@@ -264,7 +286,7 @@ def _panel(ax, probe: str, t: dict, scale: float) -> float:
             s = t["rows"][m].get(r)
             if not readable(s):
                 v = None if s is None else value(s)
-                mark = "n/a" if v is None or math.isnan(v) else f"n={s['n']}<{MIN_TRIALS}"
+                mark = "n/a" if v is None or math.isnan(v) else f"n={units(s)}<{MIN_TRIALS}"
                 ax.text(i + (j - (len(models) - 1) / 2) * width, 0, mark, ha="center", va="bottom", rotation=90,
                         fontsize=6, color="0.45")
     top = [scale * s[k] for m in models for s in t["rows"][m].values() if readable(s) for k in ("hi", "acc", "mean")

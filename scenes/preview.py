@@ -1,6 +1,6 @@
 """Contact sheets and single-object renders, from the renderer's own camera and light.
 
-`comco objects preview SET --out sheet.png` and `comco objects show SET NAME` call
+`comco objects preview SET --out DIR` and `comco objects show SET NAME --out DIR` call
 these in a worker-like bpy process. Each object is planned as a reference single
 (alone, centred, the large object's size), so the sheet shows exactly what probes see.
 """
@@ -43,12 +43,23 @@ def render_singles(object_set: str, names: list[str] | None, preset: str, size: 
     for s in singles:
         set_camera(scene, s["camera"])
         set_lights(scene, s["lights"])
-        inst.add(s["objects"][0], 0)
+        inst.add(own_colour(oset, s["objects"][0]), 0)
         path = os.path.join(out_dir, f"{s['id']}.png")
         render_to(scene, path)
         inst.clear()
         out.append((s["id"], path))
     return out
+
+
+def own_colour(oset, obj: dict) -> dict:
+    """The object as a preview shows it: in its own colour. A mesh whose colour is fixed
+    (`colorable = false`, `colors = ["silver"]`) renders in that colour in every dataset that
+    names colours, so its preview does too (without colours planned it would show unpainted grey);
+    any other object keeps what its record says (a mesh file's own materials when none)."""
+    spec = oset.get(obj["name"])
+    if obj.get("color") or spec.colorable or not spec.colors:
+        return obj
+    return {**obj, "color": spec.colors[0]}
 
 
 def as_built(oset, measured: dict[str, tuple[float, float, float]]):
@@ -78,7 +89,7 @@ def preview(object_set: str, out: str, preset: str = "draft", size: int = 160, c
             names: list[str] | None = None, samples: int | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         items = render_singles(object_set, names, preset, size, tmp, colors, samples)
-        contact_sheet(items, out, title=f"{object_set} ({preset})")
+        contact_sheet(items, out, title=f"{load_object_set(object_set).name} ({preset})")
     return len(items)
 
 

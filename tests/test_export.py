@@ -79,7 +79,7 @@ def test_default_template_is_the_datasets_first_and_first_keeps_one_caption(data
         rows = list(csv.DictReader(f, delimiter="\t"))
     want = [(str((dataset / r["image"]).resolve()), c) for r in recs for c in r["captions"][first_template]]
     assert [(row["filepath"], row["title"]) for row in rows] == want
-    code, _, err = comco(capsys, "export", dataset, "--to", "open-clip-csv", "--captions", "first",
+    code, _, err = comco(capsys, "export", dataset, "--to", "open-clip-csv", "--mention-orders", "first",
                          "--csv-separator", "comma", "--template", "photo", "--overwrite", "--out", out)
     assert code == 0, err
     with open(out / "train.csv", newline="") as f:
@@ -90,7 +90,7 @@ def test_default_template_is_the_datasets_first_and_first_keeps_one_caption(data
 def test_open_clip_shards_are_bounded_and_sized(dataset, tmp_path, capsys):
     out = tmp_path / "wds"
     bound = 10 * 1024  # the smallest tar file: a few of these tiny samples each
-    code, _, err = comco(capsys, "export", dataset, "--to", "open-clip-wds", "--captions", "first",
+    code, _, err = comco(capsys, "export", dataset, "--to", "open-clip-wds", "--mention-orders", "first",
                          "--shard-size", "10KiB", "--out", out)
     assert code == 0, err
     sizes = json.loads((out / "sizes.json").read_text())
@@ -184,7 +184,7 @@ def test_bad_formats_and_templates(dataset, tmp_path, capsys):
     line = one_line_error(*comco(capsys, "export", dataset, "--to", "hf", "--template", "poem",
                                  "--out", tmp_path / "x")[::2])
     assert "long" in line and "and" in line  # names the templates it has
-    for option, value in (("--captions", "some"), ("--shard-size", "lots"), ("--csv-separator", "::")):
+    for option, value in (("--mention-orders", "some"), ("--shard-size", "lots"), ("--csv-separator", "::")):
         one_line_error(*comco(capsys, "export", dataset, "--to", "open-clip-csv", option, value,
                               "--out", tmp_path / "x")[::2])
     assert not (tmp_path / "x").exists()

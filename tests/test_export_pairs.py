@@ -89,7 +89,7 @@ def test_winoground_items_load_as_its_script_reads_them(pairs, tmp_path, capsys)
 
 def test_captions_first_keeps_one_item_per_pair(pairs, tmp_path, capsys):
     out = tmp_path / "wg1"
-    export(capsys, pairs, "winoground", out, "--captions", "first")
+    export(capsys, pairs, "winoground", out, "--mention-orders", "first")
     examples = [json.loads(line) for line in open(out / "examples.jsonl")]
     variants = [e["image_1"] for e in examples]
     recs = records(pairs)

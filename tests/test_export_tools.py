@@ -106,7 +106,7 @@ def trained_and_changed(tiny, logs, samples: int) -> None:
 @pytest.mark.torch
 def test_open_clip_train_trains_on_the_csv(dataset, tiny, tmp_path, capsys):
     out = tmp_path / "csv"
-    code, _, err = comco(capsys, "export", dataset, "--to", "open-clip-csv", "--captions", "first", "--out", out)
+    code, _, err = comco(capsys, "export", dataset, "--to", "open-clip-csv", "--mention-orders", "first", "--out", out)
     assert code == 0, err
     r = open_clip_train(tiny, tmp_path / "logs", "--train-data", out / "train.csv", "--dataset-type", "csv",
                         "--csv-img-key", "filepath", "--csv-caption-key", "title", "--csv-separator", "\t")
@@ -117,7 +117,7 @@ def test_open_clip_train_trains_on_the_csv(dataset, tiny, tmp_path, capsys):
 @pytest.mark.torch
 def test_open_clip_train_trains_on_the_shards(dataset, tiny, tmp_path, capsys):
     out = tmp_path / "wds"
-    code, _, err = comco(capsys, "export", dataset, "--to", "open-clip-wds", "--captions", "first",
+    code, _, err = comco(capsys, "export", dataset, "--to", "open-clip-wds", "--mention-orders", "first",
                          "--shard-count", "5", "--out", out)
     assert code == 0, err
     shards = json.loads((out / "sizes.json").read_text())

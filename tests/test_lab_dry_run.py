@@ -25,7 +25,7 @@ def test_dry_run_lists_every_stage_with_an_estimate_and_writes_nothing(tmp_path)
     assert listed == ids
     assert all(line.split()[-1] in ("s", "min", "h") for line in lines[1:1 + len(ids)])
     assert f"{len(ids)} stages of recipe 'order-bias' at scale 'full'" in lines[len(ids) + 1]
-    assert lines[-1].startswith("assumed:")
+    assert lines[-1].startswith("assumed")  # GPU rates, or this CPU's where run.device auto finds no GPU
     assert list(tmp_path.iterdir()) == []
 
 
@@ -109,3 +109,19 @@ def test_the_schedule_starts_whatever_is_ready():
     assert schedule(stages, seconds, 2) == 20.0
     assert schedule(stages, seconds, 1) == 40.0
     assert schedule(stages, seconds, 4) == 20.0  # B still waits for A
+
+
+@pytest.mark.torch
+def test_dry_run_says_cpu_when_auto_finds_no_gpu(monkeypatch):
+    """Issue 37 item 4: the full scale's run.device is auto; on a machine without a GPU the dry
+    run used to estimate (and say) "on one GPU", which is not where it would run."""
+    from comco.lab import estimate
+
+    recipe = load_recipe(RECIPE, "full")
+    assert recipe.settings["run"]["device"] == "auto"
+    monkeypatch.setattr(estimate, "gpu_here", lambda: False)
+    lines = estimate.dry_run_lines(recipe)
+    assert "on one CPU core" in lines[0] and "GPU" not in lines[0]
+    assert "run.device auto: no GPU here" in lines[-3] or any("no GPU here" in line for line in lines)
+    monkeypatch.setattr(estimate, "gpu_here", lambda: True)
+    assert "on one GPU" in estimate.dry_run_lines(recipe)[0]

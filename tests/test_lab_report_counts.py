@@ -69,3 +69,30 @@ def test_a_headline_from_too_few_trials_says_so_instead_of_a_number(tmp_path):
     assert prior_ior.number.startswith("12 trials per model: too few to read against chance")
     prior_tor = next(f for f in c.findings if "untrained architecture" in f.question)
     assert re.fullmatch(r"\d+\.\d \[\d+\.\d, \d+\.\d\] % against chance 33\.3 %", prior_tor.number), prior_tor.number
+
+
+def test_a_lab_figure_draws_no_point_its_text_calls_too_few():
+    """Issue 37 item 6: the dose figure drew the 12-trial point the table beside it withheld."""
+    import numpy as np
+
+    from comco.lab.report.figures import draw_dose, draw_findings
+
+    thin_point = counted(summarize([0.5, 0.6, 0.7]), [MIN_TRIALS - 8, 240, 240])
+    full_point = counted(summarize([0.3, 0.35, 0.4]), [240, 240, 240])
+    assert pct(thin_point) == "12 trials per model: too few to read"
+    fig = draw_dose("t", [0.0, 1.0], {"3 objects": [full_point, thin_point]}, 0.2, "%")
+    (line,) = fig.axes[0].lines[:1]
+    y = np.asarray(line.get_ydata(), dtype=float)
+    assert y[0] == 100 * full_point["mean"] and np.isnan(y[1])
+    fig = draw_findings("t", [0.0, 1.0], {"TOR": {"3 objects": [thin_point, full_point]}},
+                        {"TOR": {"3 objects": thin_point}}, {"TOR": {"3 objects": 0.33}})
+    drawn = [np.asarray(ln.get_ydata(), dtype=float) for ln in fig.axes[0].lines if len(ln.get_ydata())]
+    assert not any(np.isclose(y, 100 * thin_point["mean"]).any() for y in drawn)  # nor its prior marker
+    assert any(np.isclose(y, 100 * full_point["mean"]).any() for y in drawn)
+
+
+def test_lab_figures_count_the_units_the_bootstrap_resamples():
+    from comco.lab.report.stats import metric
+
+    res = {"ior": {"3": {"unconditional": [{"role": "largest", "value": 0.5, "n": 96, "clusters": 8}]}}}
+    assert metric(res, "ior", "3")["n"] == [8]  # 96 trials from 8 images: 8 draws of the interval

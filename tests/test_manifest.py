@@ -91,3 +91,35 @@ def test_fills_are_written_into_the_manifest_text_as_it_is(tmp_path):
     with pytest.raises(UserError, match="fill must be a share"):
         write_fills(tmp_path / "objects.toml", {"brick": 2.0})
     assert load_object_set(tmp_path).get("brick").fill == 0.812  # a bad value never reaches the file
+
+
+def test_objects_validate_names_every_manifest_problem_in_one_run(tmp_path):
+    """Issue 37 item 5: a manifest with four problems in two objects and the set used to be fixed
+    one run at a time (the first problem only); one run now names all four, in one line."""
+    import subprocess
+    import sys
+
+    text = GOOD.replace('article = "a"', 'article = "the"').replace('size_class = "small"', 'size_class = "huge"')
+    text += '''
+[[objects]]
+name = "slab"
+plural = "slabs"
+article = "a"
+dimensions_m = [0.2, 0.1, 0.06]
+size_class = "small"
+colorable = "no"
+source = "mesh:missing.obj"
+'''
+    text = text.replace('name = "mine"', 'name = "mine"\ncolour = "red"')
+    write(tmp_path, text)
+    with pytest.raises(UserError) as err:
+        load_object_set(tmp_path)
+    line = str(err.value)
+    assert "5 problems" in line and "\n" not in line
+    for words in ("unknown key 'colour'", "(brick): article must be 'a' or 'an'", "(brick): size_class must be",
+                  "(slab): key 'colorable' must be true or false", "(slab): mesh file 'missing.obj' not found"):
+        assert words in line, words
+    r = subprocess.run([sys.executable, "-m", "comco.cli", "objects", "validate", str(tmp_path)],
+                       capture_output=True, text=True)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and all(w in lines[0] for w in ("colour", "article", "missing.obj"))

@@ -33,7 +33,8 @@ def records(root):
 def sheet(capsys, root, out, *args):
     code, stdout, err = comco(capsys, "dataset", "pairs-sheet", root, "--out", out, "--tile", TILE, *args)
     assert code == 0, err
-    return np.asarray(Image.open(out).convert("RGB"))
+    assert stdout.splitlines()[-1] == f"open {out / 'pairs-sheet.png'}"  # the one file to open, last
+    return np.asarray(Image.open(out / "pairs-sheet.png").convert("RGB"))
 
 
 def boxes(root, **kw):
@@ -51,7 +52,7 @@ def enlarged(path):
 
 
 def test_one_row_per_pair_group_base_then_each_variant(pairs, tmp_path, capsys):
-    png = sheet(capsys, pairs, tmp_path / "s.png")
+    png = sheet(capsys, pairs, tmp_path / "s")
     recs = records(pairs)
     rows, g = boxes(pairs, limit=8)
     assert len(rows) == 4 and all(len(r) == 1 + len(FACTORS_BUILT) for r in rows)
@@ -82,7 +83,7 @@ def test_labels_name_the_factor_and_its_templates_captions(pairs):
 
 
 def test_limit_and_factors_pick_rows_and_columns(pairs, tmp_path, capsys):
-    png = sheet(capsys, pairs, tmp_path / "s.png", "--limit", "2", "--factors", "remove", "--resample", "bicubic")
+    png = sheet(capsys, pairs, tmp_path / "s", "--limit", "2", "--factors", "remove", "--resample", "bicubic")
     rows, g = boxes(pairs, limit=2, factors=("remove",))
     assert len(rows) == 2 and [p.name for p, _ in rows[1]] == ["000001.png", "000001-remove.png"]
     assert png.shape[:2] == g.size[::-1] and png.shape[1] == 2 * TILE + GAP
@@ -108,10 +109,11 @@ def test_bad_inputs_end_with_one_line(pairs, tmp_path, capsys):
         ((pairs, "--resample", "lanczos"), "--resample lanczos"),
     ]
     for (root, *args), words in cases:
-        out = tmp_path / "bad.png"
+        out = tmp_path / "bad"
         code, stdout, err = comco(capsys, "dataset", "pairs-sheet", root, "--out", out, *args)
         lines = (stdout + err).strip().splitlines()
         assert code == 2 and len(lines) == 1 and words in lines[0], (words, lines)
         assert not out.exists()
-    code, stdout, err = comco(capsys, "dataset", "pairs-sheet", pairs, "--out", tmp_path)
-    assert code == 2 and "is a folder" in err
+    (tmp_path / "a-file").write_text("mine")  # --out is a folder, never a file
+    code, stdout, err = comco(capsys, "dataset", "pairs-sheet", pairs, "--out", tmp_path / "a-file")
+    assert code == 2 and "is a file; give a folder" in err

@@ -52,6 +52,8 @@ def shown(stat: dict, of: int | None = None, unit: str = "queries") -> str:
     if stat["n"] < 20:
         return f"{stat['n']} of {of} kept: too few to read" if of is not None else \
             f"{stat['n']} {unit}: too few to read"
+    if 0 < stat.get("clusters", stat["n"]) < 20:  # the bootstrap resamples images: 20 of them at least
+        return f"{stat['n']} {unit} from {stat['clusters']} resampled units: too few to read"
     return pct_cell(stat)
 
 
@@ -177,7 +179,7 @@ def first_mention_wins(text: str):
 
 
 def planted_results(models: list[dict], data=None) -> dict:
-    data = data or planned_data(n=12)
+    data = data or planned_data(n=60)  # at least 20 four-object images: the bootstrap resamples images
     groups = tor_dataset(data, FakeEmbedder(first_mention_wins), ["and"], n_boot=20, seed=0)
     return {"seed": 0, "n_boot": 20, "dataset": {"root": "x", "hash": "h", "records": 12, "gallery": 18},
             "options": {"text_only": False}, "models": models, "skipped": {},

@@ -133,3 +133,38 @@ def test_the_page_has_a_table_of_contents_and_folds_each_probes_tables(tmp_path)
     assert folded.startswith("2 tables, one per group and metric")
     assert "### and, 4 objects, bare-name gallery - conditional" in folded
     assert html.count("<details>") == 1 and "<summary>2 tables, one per group" in html
+
+
+def clustered(role, acc, n, clusters):
+    return {**stat(role, acc, n), "lo": acc, "hi": acc, "clusters": clusters}
+
+
+def test_too_few_counts_the_units_the_bootstrap_resamples():
+    """Issue 37 item 6: 32 trials from 8 pairs showed "0.0 [0.0, 0.0]" (the interval of 8 draws
+    read as one of 32); the cell now says how few units there are, and the headline skips it."""
+    from comco.probes.report import cell, readable
+    from comco.report import Dashes
+
+    few = clustered("1st", 0.0, 32, 8)
+    assert cell(few, Dashes()) == "32 trials from 8 resampled units: too few to read"
+    assert not readable(few)
+    many = clustered("1st", 0.5, 64, 24)  # enough units: the number and its interval
+    assert cell(many, Dashes()) == "50.0 [50.0, 50.0]" and readable(many)
+    legacy = {"role": "1st", "acc": 0.5, "lo": 0.4, "hi": 0.6, "n": 40}  # results.json from before clusters
+    assert readable(legacy)
+
+
+def test_a_page_of_mostly_too_few_cells_ends_with_the_size_to_render():
+    roles = ("1st", "2nd", "3rd", "4th")
+    group = {"key": "and, 4 objects, bare-name gallery", "template": "and", "n_objects": 4, "queries": 32,
+             "kept_conditional": 32, "skipped": 0, "gallery": 18,
+             "metrics": {"unconditional": [clustered(r, 0.25, 32, 8) for r in roles]}}
+    res = results({"tor": {"m (none)": [group]}}, dataset={"root": "x", "hash": "h", "records": 8, "scenes": 8,
+                                                            "variants": 0, "gallery": 18})
+    md = page(res, tables(res), {}).markdown(Path("."))
+    last = md.strip().splitlines()[-1]
+    assert last == ("4 of 4 cells are too few to read (under 20 resampled units); to read most of them, render "
+                    "about 50 scenes (`comco render --n 50`; this dataset has 8).")
+    readable_group = {**group, "metrics": {"unconditional": [clustered(r, 0.25, 400, 100) for r in roles]}}
+    res = results({"tor": {"m (none)": [readable_group]}})
+    assert "cells are too few to read" not in page(res, tables(res), {}).markdown(Path("."))

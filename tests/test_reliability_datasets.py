@@ -83,7 +83,7 @@ def test_validate_names_the_missing_records(tmp_path):
 
 def test_validate_notices_captions_that_are_not_the_configurations(tmp_path):
     """A dataset whose records were captioned by other templates than its configuration's
-    (what resuming after editing a --templates file used to make) is not valid."""
+    (what resuming after editing a --templates-file file used to make) is not valid."""
     out = tmp_path / "d"
     plan(out)
     lines = (out / "scenes.jsonl").read_text().splitlines()
@@ -171,17 +171,17 @@ TEMPLATES = '[stack]\nobject = "{a} {name}"\njoin = " on "\ncaption = "{objects}
 
 
 def test_an_edited_templates_file_is_another_configuration(tmp_path):
-    """Editing the --templates file and resuming used to mix two caption versions in one
+    """Editing the --templates-file file and resuming used to mix two caption versions in one
     dataset; the file's content is now part of the configuration."""
     templates = tmp_path / "mine.toml"
     templates.write_text(TEMPLATES)
     out = tmp_path / "d"
-    plan(out, "--templates", templates)
+    plan(out, "--templates-file", templates)
     first = (out / "scenes.jsonl").read_bytes()
     info = json.loads((out / "dataset.json").read_text())
     assert info["config"]["templates_text"] == TEMPLATES
     templates.write_text(TEMPLATES.replace("stacked", "piled up"))
-    r = run("plan", "--n", "12", "--objects", "2-3", "--quiet", "--templates", templates, "--resume", "--out", out)
+    r = run("plan", "--n", "12", "--objects", "2-3", "--quiet", "--templates-file", templates, "--resume", "--out", out)
     assert r.returncode == 2 and "another configuration" in r.stderr, r.stderr
     assert (out / "scenes.jsonl").read_bytes() == first
     # The dataset stays valid on its own: its recorded templates plan its captions, whatever the file says now.
@@ -199,9 +199,9 @@ def test_a_dataset_whose_captions_mix_two_template_versions_is_not_valid(tmp_pat
     templates = tmp_path / "mine.toml"
     templates.write_text(TEMPLATES)
     a, b = tmp_path / "a", tmp_path / "b"
-    plan(a, "--templates", templates)
+    plan(a, "--templates-file", templates)
     templates.write_text(TEMPLATES.replace("stacked", "piled up"))
-    plan(b, "--templates", templates)
+    plan(b, "--templates-file", templates)
     mixed = (a / "scenes.jsonl").read_text().splitlines()[:6] + (b / "scenes.jsonl").read_text().splitlines()[6:]
     (b / "scenes.jsonl").write_text("\n".join(mixed) + "\n")
     r = run("validate", b)

@@ -274,7 +274,7 @@ def test_export_onto_a_read_only_out_is_one_line(dataset, tmp_path, capsys):
 
 def test_pairs_sheet_onto_a_read_only_folder_is_one_line(pairs, tmp_path, capsys):
     with tmpfs(tmp_path / "ro", "ro", "size=64k") as ro:
-        for out in (ro / "sheet.png", ro / "deeper" / "sheet.png"):
+        for out in (ro, ro / "deeper"):
             line = one_line(*comco(capsys, "dataset", "pairs-sheet", pairs, "--out", out)[::2])
             assert "not writable" in line, line
             assert not any(ro.iterdir())
@@ -315,20 +315,23 @@ def test_a_killed_exports_work_folder_is_swept_by_the_next(dataset, tmp_path, ca
     assert "--overwrite" in line and digest(out) == before and not leftovers(tmp_path)
 
 
-def test_pairs_sheet_out_is_a_png_it_replaces_only_when_it_wrote_it(pairs, tmp_path, capsys):
+def test_pairs_sheet_replaces_only_a_sheet_it_wrote(pairs, tmp_path, capsys):
     code, stdout, _ = comco(capsys, "dataset", "pairs-sheet", "--help")
-    assert code == 0 and "PNG file" in " ".join(stdout.split())
-    sheet = tmp_path / "sheet.png"
+    assert code == 0 and "Output folder for pairs-sheet.png" in " ".join(stdout.split())
+    sheets = tmp_path / "sheets"
     for _ in range(2):  # its own sheet is replaced
-        assert comco(capsys, "dataset", "pairs-sheet", pairs, "--out", sheet, "--limit", "1")[0] == 0
-    notes = tmp_path / "notes.txt"
-    notes.write_text("mine")
-    photo = tmp_path / "photo.png"
-    Image.new("RGB", (8, 8), (1, 2, 3)).save(photo)
-    for keep in (notes, photo):
-        before = keep.read_bytes()
-        line = one_line(*comco(capsys, "dataset", "pairs-sheet", pairs, "--out", keep)[::2])
-        assert "not a pair sheet comco wrote" in line and keep.read_bytes() == before
+        assert comco(capsys, "dataset", "pairs-sheet", pairs, "--out", sheets, "--limit", "1")[0] == 0
+    for k, keep in enumerate((b"mine", None)):  # a text file, a photo, where the sheet would go
+        folder = tmp_path / f"keep{k}"
+        folder.mkdir()
+        if keep is None:
+            Image.new("RGB", (8, 8), (1, 2, 3)).save(folder / "pairs-sheet.png")
+        else:
+            (folder / "pairs-sheet.png").write_bytes(keep)
+        before = (folder / "pairs-sheet.png").read_bytes()
+        line = one_line(*comco(capsys, "dataset", "pairs-sheet", pairs, "--out", folder)[::2])
+        assert "not a sheet `comco dataset pairs-sheet` wrote" in line
+        assert (folder / "pairs-sheet.png").read_bytes() == before
 
 
 def test_factors_that_name_nothing_are_refused(pairs, tmp_path, capsys):

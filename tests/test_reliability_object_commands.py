@@ -59,8 +59,9 @@ def run(*args):
 
 
 def test_preview_of_a_two_object_set(pair, tmp_path):
-    sheet = tmp_path / "sheet.png"
-    r = run("objects", "preview", pair, "--out", sheet, "--size", "32")
+    r = run("objects", "preview", pair, "--out", tmp_path, "--tile", "32")
+    sheet = tmp_path / "objects.png"
+    assert r.stdout.splitlines()[-1] == f"open {sheet}"
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     with Image.open(sheet) as im:
         assert im.width >= 2 * 32  # two tiles side by side
@@ -68,7 +69,7 @@ def test_preview_of_a_two_object_set(pair, tmp_path):
 
 def test_show_one_object_of_a_two_object_set(pair, tmp_path):
     png = tmp_path / "ball.png"
-    r = run("objects", "show", pair, "ball", "--out", png, "--size", "32", "--preset", "draft")
+    r = run("objects", "show", pair, "ball", "--out", tmp_path, "--resolution", "32", "--preset", "draft")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     with Image.open(png) as im:
         assert im.size[0] >= 32
@@ -89,3 +90,31 @@ def test_a_users_mistake_found_inside_the_bpy_process_is_one_line(tmp_path):
 
     with pytest.raises(UserError, match="has no objects.toml"):
         _bpy_module("comco.scenes.check", str(tmp_path))
+
+
+def test_write_fills_clamps_a_box_measured_over_one(pair, tmp_path):
+    """Issue 37 item 6: a plain box measures fill 1.001 (pixel edges); --write used to write it and
+    then refuse its own manifest (fill must be at most 1)."""
+    import shutil
+
+    from comco.manifest import MANIFEST_NAME, load_object_set, write_fills
+
+    folder = tmp_path / "set"
+    shutil.copytree(pair, folder)
+    write_fills(folder / MANIFEST_NAME, {"crate": 1.001, "ball": 0.52})
+    oset = load_object_set(folder)
+    assert oset.get("crate").fill == 1.0 and oset.get("ball").fill == 0.52
+
+
+def test_calibrate_write_on_a_box(pair, tmp_path):
+    import shutil
+
+    from comco.manifest import load_object_set
+
+    folder = tmp_path / "set"
+    shutil.copytree(pair, folder)
+    r = run("objects", "calibrate", folder, "--resolution", "32", "--turns", "1", "--write")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "fills written" in r.stdout
+    crate = load_object_set(folder).get("crate").fill
+    assert 0.9 < crate <= 1.0

@@ -62,7 +62,7 @@ CASES = {
     "plan --small-fraction x": ["plan", "--out", "{out}", "--small-fraction", "x"],
     "plan --object-set nope": ["plan", "--out", "{out}", "--object-set", "nope"],
     "plan --large-slot XX": ["plan", "--out", "{out}", "--large-slot", "XX"],
-    "plan --templates missing": ["plan", "--out", "{out}", "--templates", "{dir}/missing.toml"],
+    "plan --templates-file missing": ["plan", "--out", "{out}", "--templates-file", "{dir}/missing.toml"],
     # -- render (checked before bpy starts)
     "render --samples -5": ["render", "--out", "{out}", "--samples", "-5"],
     "render --min-visible 2": ["render", "--out", "{out}", "--min-visible", "2"],
@@ -162,8 +162,8 @@ CASES = {
                                              "--overwrite"],
     "export --out DATA/masks --overwrite": ["export", "{data}", "--to", "clip-benchmark", "--out", "{data}/masks",
                                             "--overwrite"],
-    "dataset pairs-sheet --factors ''": ["dataset", "pairs-sheet", "{data}", "--out", "{out}/s.png", "--factors", ""],
-    "dataset pairs-sheet --factors ','": ["dataset", "pairs-sheet", "{data}", "--out", "{out}/s.png", "--factors",
+    "dataset pairs-sheet --factors ''": ["dataset", "pairs-sheet", "{data}", "--out", "{out}", "--factors", ""],
+    "dataset pairs-sheet --factors ','": ["dataset", "pairs-sheet", "{data}", "--out", "{out}", "--factors",
                                           ","],
     "dataset pairs-sheet --out a file it did not write": ["dataset", "pairs-sheet", "{data}", "--out", "{file}"],
 }

@@ -221,7 +221,7 @@ def test_a_bad_template_file_ends_plan_with_one_line(tmp_path, content):
     f = tmp_path / "mine.toml"
     f.write_bytes(content)
     out = tmp_path / "d"
-    line = one_line(run("plan", "--n", "2", "--objects", "2", "--templates", f, "--out", out))
+    line = one_line(run("plan", "--n", "2", "--objects", "2", "--templates-file", f, "--out", out))
     assert "mine.toml" in line
     assert not out.exists()
 
@@ -336,8 +336,9 @@ def test_a_scenes_file_with_bad_bytes_is_reported(planned, tmp_path):
      "--cache", "{file}", "--out", "{fresh}"],
     ["dataset", "merge", "{data}", "--out", "{file}"],
     ["lab", "run", "order-bias", "--scale", "smoke", "--out", "{file}"],
-    ["objects", "preview", "simco", "--out", "{file}/sheet.png"],
-    ["objects", "show", "simco", "cube", "--out", "{data}"],
+    ["objects", "preview", "simco", "--out", "{file}/sheets"],
+    ["objects", "show", "simco", "cube", "--out", "{file}"],
+    ["dataset", "sheet", "{data}", "--out", "{file}"],
 ])
 def test_an_output_or_cache_that_is_a_file_is_refused_before_any_work(planned, tmp_path, args):
     file = tmp_path / "a-file"

@@ -87,3 +87,20 @@ def test_accumulation_matches_one_big_batch_when_the_loss_is_per_sample(tiny_dat
     # with accumulation each micro-batch has its own negatives; the run must still work and save
     summary = run_training(scratch_config(tiny_dataset, tmp_path, accum=2, steps=2))
     assert summary["step"] == 2 and (tmp_path / "model.pt").is_file()
+
+
+def test_a_run_shorter_than_its_warmup_says_so_in_one_line(tiny_dataset, tmp_path, capsys):
+    """Issue 37 item 6: the README's DeBias walk-through ran 2 steps of a 200-step warm-up, so its
+    learning rate stayed at 1e-8 and it trained nothing, without a word."""
+    from comco.train.schedule import short_warmup
+
+    assert short_warmup(200, 2, 1e-6) == ("2 steps end inside the 200-step warm-up: the learning rate peaks at "
+                                          "1.0e-08 instead of 1.0e-06; pass --warmup 0 (or train at least 200 "
+                                          "steps)")
+    assert short_warmup(200, 200, 1e-6) is None and short_warmup(0, 2, 1e-6) is None
+    run_training(scratch_config(tiny_dataset, tmp_path / "short", steps=2, warmup=50, quiet=False))
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("comco: ")]
+    assert lines == ["comco: 2 steps end inside the 50-step warm-up: the learning rate peaks at "
+                     f"{1e-3 * 2 / 50:.1e} instead of 1.0e-03; pass --warmup 0 (or train at least 50 steps)"]
+    run_training(scratch_config(tiny_dataset, tmp_path / "long", steps=4, warmup=2, quiet=False))
+    assert "warm-up" not in capsys.readouterr().err

@@ -86,3 +86,34 @@ def test_mesh_objects_render_in_the_colour_their_record_names(tmp_path):
         assert mean.argmax() == channel[obj["color"]], (obj["name"], obj["color"], mean)
         seen.add((obj["name"], obj["color"]))
     assert {n for n, _ in seen} == {"brick", "kettle"}
+
+
+def test_an_object_preview_shows_a_fixed_mesh_in_its_own_colour(tmp_path):
+    """Issue 37 item 5: `objects preview` / `show` plan no colours, so a mesh whose colour is fixed
+    (`colors = ["silver"]`, here a clear blue) came out unpainted grey; it shows its own colour now."""
+    pytest.importorskip("bpy")
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "kettle.obj").write_text(BOX)  # no materials: unpainted, it would be grey
+    (folder / "objects.toml").write_text(textwrap.dedent('''\
+        name = "kitchen"
+        [palette]
+        silver = [0.1, 0.2, 0.9]
+        [[objects]]
+        name = "kettle"
+        plural = "kettles"
+        article = "a"
+        dimensions_m = [0.4, 0.2, 0.2]
+        size_class = "small"
+        colorable = false
+        colors = ["silver"]
+        source = "mesh:kettle.obj"
+        '''))
+    r = subprocess.run([*COMCO, "objects", "show", str(folder), "kettle", "--resolution", "64", "--out",
+                        str(tmp_path / "look")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-1500:]
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(tmp_path / "look" / "kettle.png").convert("RGB"), dtype=float)
+    blue = (rgb[..., 2] - rgb[..., 0] > 60) & (rgb[..., 2] - rgb[..., 1] > 40)
+    assert blue.sum() > 200, blue.sum()  # the kettle is blue, not grey (nothing else on the sheet is)

@@ -60,7 +60,7 @@ def load_comco(root: Path, templates: list[str], *, negatives: str | None = None
         have = ", ".join(sorted(seen)) or "none"
         raise UserError(
             f"{root}: no record has captions of template {wanted} (it has: {have}); "
-            f"plan and render the dataset with --captions "
+            f"plan and render the dataset with --templates "
             f"{','.join(templates + ([negatives.removesuffix('_swapped')] if negatives else []))}"
         )
     require_usable_images(root, used)  # every image, as `comco validate` checks it, before a model loads

@@ -138,4 +138,4 @@ def check_long_captions(data: TrainData, template: str) -> None:
     if not any(len(split_sentences(c)) >= 2 for s in data.samples[:1000] for c in s.captions):
         raise UserError(f"{data.description}: no caption has two or more sentences, so debias has "
                         f"nothing to sample; render the dataset with the '{template}' caption template "
-                        f"(comco plan --captions ...,{template})")
+                        f"(comco plan --templates ...,{template})")

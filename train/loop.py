@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from comco.io import write_json, write_text
 from comco.progress import progress
 from comco.train import distributed
 from comco.train.config import TrainConfig, differing_fields
-from comco.train.schedule import step_indices, warmup_cosine
+from comco.train.schedule import short_warmup, step_indices, warmup_cosine
 from comco.train.task import Task
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -122,6 +123,9 @@ class Trainer:
             self.trained = nn.parallel.DistributedDataParallel(self.module, device_ids=ids)
         self.optimizer = make_optimizer(task.param_groups(cfg.weight_decay), cfg)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, warmup_cosine(cfg.warmup, self.total_steps))
+        note = short_warmup(cfg.warmup, self.total_steps, cfg.lr)
+        if note and distributed.is_main() and not cfg.quiet:
+            print(f"comco: {note}", file=sys.stderr)
         self.amp_dtype = autocast_dtype(cfg.precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.step = 0
@@ -174,14 +178,14 @@ class Trainer:
 
         ckpt = load_checkpoint(path)
         if not isinstance(ckpt.get("config"), dict):
-            raise UserError(f"--resume {path}: damaged checkpoint (no training configuration); start a new --out")
+            raise UserError(f"--resume-from {path}: damaged checkpoint (no training configuration); start a new --out")
         if "optimizer" not in ckpt:
-            raise UserError(f"--resume {path}: holds weights only, no training state; "
+            raise UserError(f"--resume-from {path}: holds weights only, no training state; "
                             "start a new run with --init ckpt:PATH instead")
         differ = differing_fields(ckpt.get("config", {}), self.cfg.to_dict())
         if differ or ckpt.get("config_hash") != self.cfg.identity_hash():
             shown = ", ".join(f"--{k.replace('_', '-')}" for k in differ[:4]) or "settings"
-            raise UserError(f"--resume {path}: that checkpoint was trained with other {shown}; "
+            raise UserError(f"--resume-from {path}: that checkpoint was trained with other {shown}; "
                             "resume with the same options or start a new --out")
         try:
             self.task.load_state(ckpt)
@@ -195,7 +199,7 @@ class Trainer:
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             # the configuration matched but the state does not fit it: an edited or damaged file
             first = (str(exc).strip().splitlines() or [""])[0][:120]
-            raise UserError(f"--resume {path}: damaged checkpoint ({exc.__class__.__name__}: {first}); "
+            raise UserError(f"--resume-from {path}: damaged checkpoint ({exc.__class__.__name__}: {first}); "
                             "resume from an earlier copy or start a new --out") from None
 
     # ---------------------------------------------------------------- one step
@@ -283,7 +287,7 @@ class Trainer:
         except KeyboardInterrupt:
             self.save(CHECKPOINT_NAME)
             raise UserError(
-                f"interrupted at step {self.step}; continue with --resume {self.out / CHECKPOINT_NAME}"
+                f"interrupted at step {self.step}; continue with --resume-from {self.out / CHECKPOINT_NAME}"
             ) from None
         finally:
             _close(batches)

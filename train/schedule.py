@@ -23,6 +23,17 @@ def step_indices(seed: int, step: int, n: int, batch_size: int) -> tuple[int, np
     return epoch, order[position * batch_size:(position + 1) * batch_size]
 
 
+def short_warmup(warmup: int, total: int, lr: float) -> str | None:
+    """One line when a run ends inside its warm-up (`total` < `warmup` steps): the learning rate
+    never reaches its peak, only total/warmup of it (2 steps of a 200-step warm-up at 1e-6 stay
+    at 1e-8, and the model barely moves). None when the run reaches its peak."""
+    if warmup <= 0 or total >= warmup:
+        return None
+    top = lr * warmup_cosine(warmup, total)(total - 1)
+    return (f"{total} steps end inside the {warmup}-step warm-up: the learning rate peaks at {top:.1e} instead "
+            f"of {lr:.1e}; pass --warmup {max(0, total // 10)} (or train at least {warmup} steps)")
+
+
 def warmup_cosine(warmup: int, total: int):
     """LR multiplier: linear warm-up over `warmup` steps, then cosine down to zero."""
 

@@ -12,11 +12,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from comco.cli.options import Out, Overwrite, PlanOptions, Quiet, Resume, Singles, with_plan_options
+from comco.cli.options import ComcoGroup, Out, Overwrite, PlanOptions, Quiet, Resume, Singles, with_plan_options
 from comco.cli.say import say
 from comco.errors import UserError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(cls=ComcoGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find, explain and remove the order and size biases of CLIP-style models.")
 objects_app = typer.Typer(no_args_is_help=True, help="Inspect, preview and validate object sets.")
 dataset_app = typer.Typer(no_args_is_help=True, help="Work with dataset folders.")
@@ -44,27 +44,11 @@ def _register_parts() -> None:
 _register_parts()
 
 
-def plan_config(plan_options: dict):
-    """The planning options of plan and render as a PlanConfig (the one way configs are built)."""
-    from comco.plan import PlanConfig
-
-    return PlanConfig.from_dict(plan_options)
-
-
-def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads) -> None:
-    """The render options' ranges, before anything is planned or written."""
-    if samples is not None and not 1 <= samples <= 65536:
-        raise UserError(f"--samples {samples}: use 1..65536 Cycles samples (or leave it to the preset)")
-    if not 0.0 <= min_visible <= 1.0:
-        raise UserError(f"--min-visible {min_visible}: a fraction of each object in 0..1")
-    if min_pixels < 0:
-        raise UserError(f"--min-pixels {min_pixels}: a pixel count, 0 or more")
-    if not 0 <= max_retries <= 100:
-        raise UserError(f"--max-retries {max_retries}: use 0..100 re-plans per scene")
-    if max_per_worker < 1:
-        raise UserError(f"--max-per-worker {max_per_worker}: at least 1 image per worker")
-    if threads < 0:
-        raise UserError(f"--threads {threads}: 0 (all cores) or more")
+def api_options(plan_options: dict) -> dict:
+    """The planning options of plan and render by the API's keyword names (comco.api: a template
+    list is `templates`, a template file `templates_file`, as on the command line)."""
+    names = {"captions": "templates", "templates": "templates_file"}
+    return {names.get(k, k): v for k, v in plan_options.items()}
 
 
 @app.command()
@@ -72,13 +56,11 @@ def _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_
 def plan(out: Out, plan_options: PlanOptions, singles: Singles = False, overwrite: Overwrite = False,
          resume: Resume = False, quiet: Quiet = False):
     """Plan scene records (no rendering): objects, sizes, slots, orders, captions."""
-    from comco.data import run_plan
-    from comco.io import require_folder
+    from comco import plan_dataset
 
-    require_folder(out, "--out")
-    cfg = plan_config(plan_options)
-    stats = run_plan(cfg, out, overwrite=overwrite, resume=resume, quiet=quiet, singles=singles)
-    say(quiet, f"planned {stats['images']} {'images' if cfg.pairs else 'scenes'} in {stats['seconds']:.1f} s "
+    stats = plan_dataset(out, singles=singles, overwrite=overwrite, resume=resume, quiet=quiet,
+                         **api_options(plan_options))
+    say(quiet, f"planned {stats['images']} {'images' if stats['pairs'] else 'scenes'} in {stats['seconds']:.1f} s "
                 f"({stats['replanned']} re-planned to fit) -> {out}")
 
 
@@ -122,22 +104,17 @@ def render(
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
-    from comco.io import require_folder
-    from comco.render import RenderOptions, check_passes, parse_shard, run_render
+    from comco import render_dataset, render_setup
 
-    _check_render_bounds(samples, min_visible, min_pixels, max_retries, max_per_worker, threads)
-    require_folder(out, "--out")
-    cfg = plan_config(plan_options)
-    check_passes(cfg, preset)
-    opts = RenderOptions(preset=preset, device=device, samples=samples, workers=workers,
-                         max_per_worker=max_per_worker, masks=masks or coco, coco=coco, singles=singles,
-                         min_pixels=min_pixels,
-                         min_visible=min_visible, max_retries=max_retries, shard=parse_shard(shard), threads=threads,
-                         image_timeout=image_timeout)
+    given = dict(preset=preset, device=device, samples=samples, workers=workers, max_per_worker=max_per_worker,
+                 masks=masks, coco=coco, singles=singles, min_pixels=min_pixels, min_visible=min_visible,
+                 max_retries=max_retries, shard=shard, threads=threads, image_timeout=image_timeout,
+                 **api_options(plan_options))
     if executor != "local" or shards != 1:
+        cfg, opts = render_setup(out, **given)
         _render_jobs(cfg, opts, out, executor, shards, quiet)
         return
-    s = run_render(cfg, opts, out, overwrite=overwrite, resume=resume, quiet=quiet)
+    s = render_dataset(out, overwrite=overwrite, resume=resume, quiet=quiet, **given)
     per = s["seconds"] / max(1, s["rendered"])
     crashes = f", {s['crashes']} worker crashes recovered" if s["crashes"] else ""
     crashes += f", {s['hung']} hung workers replaced" if s["hung"] else ""
@@ -194,29 +171,21 @@ def _bpy_module(module: str, *args: str) -> str:
     return r.stdout
 
 
-def _image_out(out: Path) -> None:
-    """--out of a PNG: a file in an existing or creatable folder, checked before Blender starts."""
-    from comco.io import require_folder
-
-    if out.is_dir():
-        raise UserError(f"--out {out} is a folder; give the PNG's file name (e.g. {out / 'sheet.png'})")
-    require_folder(out.parent, "--out's folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-
-
 @objects_app.command("preview")
 def objects_preview(
     object_set: Annotated[str, typer.Argument(help="Set name or folder.")], out: Out,
     preset: Annotated[str, typer.Option(help="draft or cycles.")] = "draft",
-    size: Annotated[int, typer.Option(help="Tile size in pixels.")] = 192,
+    tile: Annotated[int, typer.Option("--tile", help="Cell size in pixels.")] = 192,
 ):
-    """A labelled contact sheet of every object, from the renderer's camera and light."""
+    """A labelled contact sheet of every object, from the renderer's camera and light (OUT/objects.png)."""
+    from comco.cli.options import opened, png_in
     from comco.manifest import load_object_set
 
     load_object_set(object_set)  # manifest errors end here, with one line
-    _image_out(out)
-    _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size))
-    typer.echo(f"contact sheet -> {out}")
+    png = png_in(out, "objects.png")
+    png.parent.mkdir(parents=True, exist_ok=True)
+    _bpy_module("comco.scenes.preview", object_set, str(png), preset, str(tile))
+    opened(png)
 
 
 @objects_app.command("show")
@@ -224,15 +193,17 @@ def objects_show(
     object_set: Annotated[str, typer.Argument(help="Set name or folder.")],
     name: Annotated[str, typer.Argument(help="Object name.")], out: Out,
     preset: Annotated[str, typer.Option(help="draft (default, as preview) or cycles.")] = "draft",
-    size: Annotated[int, typer.Option(help="Image size in pixels.")] = 384,
+    resolution: Annotated[int, typer.Option("--resolution", help="Image size in pixels.")] = 384,
 ):
-    """Render one object alone to a PNG."""
+    """Render one object alone to a PNG (OUT/NAME.png)."""
+    from comco.cli.options import opened, png_in
     from comco.manifest import load_object_set
 
     load_object_set(object_set).get(name)
-    _image_out(out)
-    _bpy_module("comco.scenes.preview", object_set, str(out), preset, str(size), name)
-    typer.echo(f"{name} -> {out}")
+    png = png_in(out, f"{name}.png")
+    png.parent.mkdir(parents=True, exist_ok=True)
+    _bpy_module("comco.scenes.preview", object_set, str(png), preset, str(resolution), name)
+    opened(png)
 
 
 @objects_app.command("validate")
@@ -265,7 +236,7 @@ def objects_calibrate(
     """Measure how much of its box's outline each object covers (the planner's `fill`)."""
     import json
 
-    from comco.manifest import MANIFEST_NAME, load_object_set, write_fills
+    from comco.manifest import MANIFEST_NAME, clamp_fill, load_object_set, write_fills
 
     oset = load_object_set(object_set)
     if not 32 <= resolution <= 1024 or turns < 1:
@@ -274,7 +245,9 @@ def objects_calibrate(
                       .strip().splitlines()[-1])
     for r in rows:
         old = oset.get(r["name"]).fill
-        typer.echo(f"{r['name']:<14} fill {r['fill']:.3f}  (turns {r['lowest']:.3f}..{r['highest']:.3f})"
+        kept = clamp_fill(r["fill"])
+        clamped = "" if kept == r["fill"] else f" (measured {r['fill']:.3f}, clamped)"
+        typer.echo(f"{r['name']:<14} fill {kept:.3f}  (turns {r['lowest']:.3f}..{r['highest']:.3f}){clamped}"
                    f"{'' if old is None else f'  manifest {old:.3f}'}")
     if write:
         write_fills(oset.root / MANIFEST_NAME, {r["name"]: r["fill"] for r in rows})
@@ -293,10 +266,31 @@ def dataset_merge(shards: Annotated[list[Path], typer.Argument(help="Shard folde
     say(quiet, f"merged {len(shards)} shards: {s['images']} images, {s['singles']} singles -> {out}")
 
 
+@dataset_app.command("sheet")
+def dataset_sheet(
+    dataset: Annotated[Path, typer.Argument(help="A rendered dataset folder.")], out: Out,
+    limit: Annotated[int, typer.Option(help="Scenes to show, the dataset's first.")] = 16,
+    columns: Annotated[int, typer.Option(help="Scenes per row.")] = 4,
+    tile: Annotated[int, typer.Option(help="Cell width in pixels (small renders are scaled up).")] = 192,
+    template: Annotated[Optional[str], typer.Option(help="Caption template shown under each image (default: and).")] = None,
+    resample: Annotated[str, typer.Option(help="nearest (the rendered pixels) or bicubic.")] = "nearest",
+    quiet: Quiet = False,
+):
+    """A contact sheet of a dataset (OUT/sheet.png): its first scenes, each with its id, size in
+    pixels, a caption and every object's share of the image."""
+    from comco.cli.options import opened, png_in
+    from comco.data import dataset_sheet as draw
+
+    png = png_in(out, "sheet.png")
+    s = draw(dataset, png, limit=limit, columns=columns, tile=tile, template=template, resample=resample)
+    say(quiet, f"{s['scenes']} scenes in {s['rows']} x {s['columns']} ({s['size'][0]} x {s['size'][1]} px)")
+    opened(png, quiet)
+
+
 @dataset_app.command("pairs-sheet")
 def dataset_pairs_sheet(
     dataset: Annotated[Path, typer.Argument(help="A dataset rendered with --pairs.")],
-    out: Annotated[Path, typer.Option("--out", help="The sheet's PNG file; an existing file is replaced only when it is a sheet this command wrote.")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder for pairs-sheet.png (an existing sheet there is replaced only when this command wrote it).")],
     limit: Annotated[int, typer.Option(help="Pair groups (rows) to show, the dataset's first.")] = 8,
     factors: Annotated[Optional[str], typer.Option(help="Factors to show, comma-separated (default: all).")] = None,
     tile: Annotated[int, typer.Option(help="Cell width in pixels (small renders are scaled up).")] = 192,
@@ -305,10 +299,13 @@ def dataset_pairs_sheet(
 ):
     """A contact sheet of counterfactual pairs: per row a base image and its variants, each labelled
     with its factor and the captions the pair probe compares."""
+    from comco.cli.options import opened, png_in
     from comco.data import pair_sheet
 
-    s = pair_sheet(dataset, out, limit=limit, factors=factors, tile=tile, resample=resample)
-    say(quiet, f"{s['rows']} pair groups x {s['columns']} images ({s['size'][0]} x {s['size'][1]} px) -> {out}")
+    png = png_in(out, "pairs-sheet.png")
+    s = pair_sheet(dataset, png, limit=limit, factors=factors, tile=tile, resample=resample)
+    say(quiet, f"{s['rows']} pair groups x {s['columns']} images ({s['size'][0]} x {s['size'][1]} px)")
+    opened(png, quiet)
 
 
 def _interrupted(exc: BaseException) -> bool:

@@ -23,7 +23,7 @@ def stats(
     captions: Annotated[Path, typer.Option("--captions", help="COCO-format captions JSON (captions_<split>.json).")],
     instances: Annotated[Path, typer.Option("--instances", help="COCO-format instances JSON of the same images (masks' areas give the sizes).")],
     out: Annotated[Path, typer.Option("--out", help="Folder for results.json, positions.csv, caption-bias.md/.html/.png.")],
-    synonyms: Annotated[Optional[Path], typer.Option("--synonyms", help="Your own synonym table (TOML, as comco/probes/natural/coco_synonyms.toml).")] = None,
+    synonyms: Annotated[Optional[Path], typer.Option("--synonyms", help="Your own synonym table (a TOML file shaped like comco's coco_synonyms.toml).")] = None,
     lab: Annotated[Optional[Path], typer.Option("--lab", help="A finished lab run's --out: predict its TOR first share at the corpus's p.")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=0, max=100_000, help="Bootstrap resamples of images for the intervals.")] = 1000,
     quiet: Quiet = False,

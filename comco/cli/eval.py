@@ -10,7 +10,7 @@ module level; the probes (numpy, torch) load when a command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -28,7 +28,7 @@ PRETRAINED_HELP = "weights for --model: one value for every open_clip model, or 
 
 
 def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: list[str], protocol: str,
-        out: Path, device: str | None, batch_size: int, cache: Path | None, no_cache: bool, quiet: bool,
+        out: Path, device: str, batch_size: int, cache: Path | None, no_cache: bool, quiet: bool,
         analyses: str = "", trust_remote_code: bool = False) -> None:
     """Run one eval; a user's mistake ends it with exit code 2 and one line, never a traceback."""
     try:
@@ -41,9 +41,9 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
         if not no_cache:
             require_folder(cache or DEFAULT_CACHE, "--cache")
 
-        from comco.models import check_device, default_device
+        from comco.models import check_device
 
-        device = check_device(device or default_device())
+        device = check_device(device)
         names = tuple(n.strip() for n in analyses.split(",") if n.strip())
         refs = pair_models(models, pretrained, trust_remote_code)
         if generative := [r.name for r in refs if r.generative]:
@@ -58,6 +58,8 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
                              cache_dir=None if no_cache else (cache or DEFAULT_CACHE),
                              analyses=names, progress=progress, say=(lambda _: None) if quiet else typer.echo)
         note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is
+        if not quiet:
+            typer.echo(f"open {out / f'{kind}.md'}")  # the one file to open, last
     except UserError as err:
         typer.echo(f"comco: error: {err}", err=True)  # as comco.cli.app.main prints it
         raise typer.Exit(err.exit_code) from None
@@ -66,13 +68,13 @@ def run(kind: str, benchmark: str, root: Path, models: list[str], pretrained: li
 Benchmark = Annotated[str, typer.Option("--benchmark", help=BENCHMARK_HELP)]
 Root = Annotated[Path, typer.Option("--root", help="the benchmark's folder, laid out as the dataset is distributed")]
 Protocol = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
-Out = Annotated[Path, typer.Option("--out", help="folder for results.json, tables and plots")]
-Device = Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, cuda:1 ... (default: cuda when there is one)")]
+Out = Annotated[Path, typer.Option("--out", help="Output folder for results.json, tables and plots.")]
+Device = Annotated[str, typer.Option("--device", help="auto (cuda when there is one), cpu, cuda or cuda:N.")]
 
 
 @app.command()
 def retrieval(benchmark: Benchmark, root: Root, out: Out, model: Models = None, pretrained: Pretrained = None,
-              protocol: Protocol = "all", device: Device = None, batch_size: BatchSize = 64, cache: Cache = None,
+              protocol: Protocol = "all", device: Device = "auto", batch_size: BatchSize = 64, cache: Cache = None,
               no_cache: NoCache = False, quiet: Quiet = False, trust_remote_code: TrustRemoteCode = False) -> None:
     """Text-to-image and image-to-text R@1/5/10, several captions per image."""
     run("retrieval", benchmark, root, model or [], pretrained or [], protocol, out, device, batch_size, cache,
@@ -84,7 +86,7 @@ def analyses(benchmark: Benchmark, root: Root, out: Out, model: Models = None, p
              protocol: Protocol = "all",
              which: Annotated[str, typer.Option("--analyses", help="comma-separated: padding, order, summary")] = (
                  "padding,order,summary"),
-             device: Device = None, batch_size: BatchSize = 64, cache: Cache = None, no_cache: NoCache = False,
+             device: Device = "auto", batch_size: BatchSize = 64, cache: Cache = None, no_cache: NoCache = False,
              quiet: Quiet = False, trust_remote_code: TrustRemoteCode = False) -> None:
     """The DeBias-CLIP analyses ("This is a photo." padding, sentence order, summary position)."""
     run("analyses", benchmark, root, model or [], pretrained or [], protocol, out, device, batch_size, cache,

@@ -26,7 +26,7 @@ def export(
     to: Annotated[str, typer.Option("--to", help=TO_HELP)],
     out: Out,
     template: Annotated[Optional[str], typer.Option("--template", help="Caption template to export (and, articles, photo, long, ...; default the dataset's first; pair formats: each factor's own).")] = None,
-    captions: Annotated[str, typer.Option("--captions", help="all (one per mention order; in open-clip formats one training pair each) or first.")] = "all",
+    captions: Annotated[str, typer.Option("--mention-orders", help="Captions per image: all (one per mention order; in open-clip formats one training pair each) or first.")] = "all",
     shard_size: Annotated[str, typer.Option("--shard-size", help="Most bytes per tar shard (1GB, 500MB, 64MiB).")] = "1GB",
     shard_count: Annotated[int, typer.Option("--shard-count", help="Most samples per tar shard.")] = 10_000,
     csv_separator: Annotated[str, typer.Option("--csv-separator", help="CSV delimiter: tab (open_clip_train's default), comma or one character.")] = "tab",

@@ -30,7 +30,7 @@ def run(
     resume: Annotated[bool, typer.Option("--resume", help="Reuse the finished stages of a folder that holds another recipe's or scale's run.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Delete what the folder holds and start again.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the stage graph with each stage's estimated time on one GPU; run nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the stage graph with each stage's estimated time on the device the recipe runs on (this CPU, or one GPU: the table says which); run nothing.")] = False,
     executor: Annotated[Optional[str], typer.Option(help="Where stages run: local (a process pool here, the default), node (the GPUs of this machine), slurm (SLURM jobs through submitit; resources from [run.slurm]), slurm-local (submitit's local jobs: the slurm path rehearsed here). Default: the recipe's run.executor.")] = None,
     gpus: Annotated[Optional[int], typer.Option(help="GPUs to use: the first N of this machine with --executor node (default all); with --dry-run the N GPUs to plan the critical path on.")] = None,
 ) -> None:
@@ -69,7 +69,8 @@ def run(
         raise typer.Exit(1) from None
     if not quiet:
         typer.echo(f"ran {len(result['ran'])} stages, {len(result['skipped'])} were done already, "
-                   f"{result['wall_seconds'] / 60:.1f} min -> {out / 'report.md'}")
+                   f"{result['wall_seconds'] / 60:.1f} min")
+        typer.echo(f"open {out / 'report.html'}")  # the one file to open, last
 
 
 

@@ -21,7 +21,7 @@ def probe(
     model: Models = None,
     pretrained: Pretrained = None,
     trust_remote_code: TrustRemoteCode = False,
-    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of tor,ior,i2tor,matching,toc,ioc,binding,attention,pairs,size-class,half-truth,mention (default: all the data supports but size-class, half-truth and mention; mention,matching for a vlm:DIR model).")] = None,
+    probes: Annotated[Optional[str], typer.Option("--probes", help="Comma list of: tor, ior, i2tor, matching, toc, ioc, binding, attention, pairs, size-class, half-truth, mention (default: all the data supports but size-class, half-truth and mention; mention,matching for a vlm:DIR model).")] = None,
     text_aggregate: Annotated[Optional[str], typer.Option("--text-aggregate", help="per-object: run every text-side probe also with each text embedded as the mean of its mentioned objects' phrase embeddings (ComCO's mitigation); the page shows both.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for results.json, tables, plots and the page (report.md, report.html).")] = None,
     text_only: Annotated[bool, typer.Option("--text-only", help="TOR from object names alone (balanced ordered tuples).")] = False,
@@ -35,7 +35,7 @@ def probe(
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % intervals (0 to 100,000).")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed for sampling, splits and the bootstrap.")] = 0,
     batch_size: BatchSize = 64,
-    device: Annotated[str, typer.Option("--device", help="cpu or cuda (autocast fp16 on cuda).")] = "cpu",
+    device: Annotated[str, typer.Option("--device", help="auto (cuda when there is one), cpu, cuda or cuda:N (autocast fp16 on cuda).")] = "auto",
     cache: Cache = None,
     no_cache: NoCache = False,
     max_distractors: Annotated[Optional[int], typer.Option("--max-distractors", help="Matching: absent objects per image (default: all).")] = None,
@@ -54,56 +54,21 @@ def probe(
 
         typer.echo("\n".join(names()))
         return
-    from comco.plan import parse_counts
-    from comco.probes import DEFAULT_CACHE, ProbeOptions, parse_probes, run_probes, write_reports
-
     if not model:
         raise UserError("give at least one --model (e.g. --model ViT-B-32 --pretrained openai); see --list-models")
     if out is None:
         raise UserError("give --out DIR for the results")
-    from comco.io import require_folder
-
-    require_folder(out, "--out")
-    if not no_cache:
-        require_folder(cache or DEFAULT_CACHE, "--cache")
+    from comco import probe as run
     from comco.models import pair_models
 
-    refs = pair_models(model, pretrained, trust_remote_code)
-    from comco.probes import MAX_BOOTSTRAP
-
-    if not 0 <= bootstrap <= MAX_BOOTSTRAP:
-        raise UserError(f"--bootstrap {bootstrap}: give 0 (no intervals) to {MAX_BOOTSTRAP:,} resamples")
-    if not 0 < test_fraction < 1 or batch_size < 1:
-        raise UserError("--test-fraction must be in (0, 1) and --batch-size >= 1")
-    if limit is not None and limit < 1:
-        raise UserError(f"--limit {limit}: probe at least 1 scene (leave --limit out for all)")
-    if tuples < 1 or (max_distractors is not None and max_distractors < 0):
-        raise UserError("--tuples must be >= 1 and --max-distractors >= 0")
-    from comco.models import check_device
-    from comco.plan import check_seed
-    from comco.probes import check_gallery, name_list
-
-    check_gallery(tor_gallery)
-    if gallery is not None:
-        name_list(gallery)
-        if not text_only or dataset is not None:
-            raise UserError(f"--gallery {gallery} is for --text-only without a DATASET")
-    check_seed(seed)
-    check_device(device)
-    from comco.probes import check_aggregate
-
-    check_aggregate(text_aggregate, refs)
-    if dataset is not None and not Path(dataset).is_dir():
-        raise UserError(f"{dataset} is not a folder; give a dataset made by `comco plan` / `comco render`")
-    opts = ProbeOptions(
-        probes=parse_probes(probes), templates=[t.strip() for t in templates.split(",")] if templates else None,
-        text_template=text_template, text_only=text_only, tor_gallery=tor_gallery, names=gallery, object_counts=list(parse_counts(objects)),
-        tuples=tuples, n_boot=bootstrap, seed=seed, batch_size=batch_size, device=device,
-        cache_dir=None if no_cache else (cache or DEFAULT_CACHE), max_distractors=max_distractors,
-        test_fraction=test_fraction, limit=limit, plots=not no_plots, vlm_prompts=vlm_prompts,
-        text_aggregate=text_aggregate, by=by)
-    results = run_probes(dataset, refs, opts, object_set=object_set, quiet=quiet)
-    written = write_reports(out, results, plots=opts.plots)
+    results = run(dataset, model, pretrained, probes=probes, templates=templates, text_template=text_template,
+                  text_only=text_only, object_set=object_set, gallery=gallery, objects=objects, tuples=tuples,
+                  tor_gallery=tor_gallery, bootstrap=bootstrap, seed=seed, batch_size=batch_size, device=device,
+                  cache=False if no_cache else cache, max_distractors=max_distractors, test_fraction=test_fraction,
+                  limit=limit, vlm_prompts=vlm_prompts, text_aggregate=text_aggregate, by=by, plots=not no_plots,
+                  trust_remote_code=trust_remote_code, out=out, quiet=quiet)
+    written = results["files"]
+    refs = pair_models(model, pretrained, trust_remote_code)  # as the run paired them (no weights load)
     note_random_weights(refs, quiet)  # after the work: a bad option stays the one line it is
     if not quiet:
         for m in results["models"]:
@@ -118,3 +83,4 @@ def probe(
         for k, why in results["skipped"].items():
             typer.echo(f"skipped {k}: {why}")
         typer.echo(f"wrote {len(written)} files to {out}")
+        typer.echo(f"open {out / 'report.html'}")  # the one file to open, last

@@ -8,7 +8,7 @@
 
 Every kind shares one training loop: seeded data order, --accum, AMP on GPUs,
 checkpoints every --checkpoint-every steps and at the end (`model.pt`, loadable as
-ckpt:PATH), --resume, metrics.jsonl; multi-GPU by starting it with torchrun.
+ckpt:PATH), --resume-from, metrics.jsonl; multi-GPU by starting it with torchrun.
 Only typer is imported here; torch loads when a command runs.
 """
 
@@ -36,12 +36,12 @@ WeightDecay = Annotated[Optional[float], typer.Option("--weight-decay", help="De
 Warmup = Annotated[Optional[int], typer.Option(help="Linear warm-up steps before the cosine decay.")]
 LabelSmoothing = Annotated[Optional[float], typer.Option("--label-smoothing", help="Label smoothing of the contrastive loss.")]
 Precision = Annotated[str, typer.Option(help="auto (bf16 on GPUs that have it), fp32, bf16 or fp16.")]
-Device = Annotated[str, typer.Option(help="auto, cpu or cuda.")]
+Device = Annotated[str, typer.Option(help="auto (cuda when there is one), cpu, cuda or cuda:N.")]
 Workers = Annotated[Optional[int], typer.Option(help="Data-loading processes (scratch: -1 = 2 on a GPU, 0 on CPUs).")]
 CheckpointEvery = Annotated[Optional[int], typer.Option("--checkpoint-every", help="Save checkpoint.pt every N steps.")]
 StopAfter = Annotated[Optional[int], typer.Option("--stop-after", help="Pause after N steps of this run (resume later).")]
-Resume = Annotated[Optional[Path], typer.Option("--resume", help="Continue from a checkpoint.pt of the same configuration.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+Resume = Annotated[Optional[Path], typer.Option("--resume-from", help="Continue from a checkpoint.pt of the same configuration.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")]
 AdamBetas = Annotated[Optional[str], typer.Option("--adam-betas", help="AdamW betas, e.g. 0.9,0.999 (default: the kind's paper code's).")]
 AdamEps = Annotated[Optional[float], typer.Option("--adam-eps", help="AdamW eps (default: the kind's paper code's).")]
 ShortWeight = Annotated[Optional[float], typer.Option("--short-weight", help="Weight of the short-caption loss (longclip 1.0, debias 0.1; alone it is lambda: lambda*short + (1-lambda)*long).")]
@@ -86,12 +86,13 @@ def _report(kind: str, summary: dict) -> None:
         typer.echo(f"binding accuracy (held-out): {before.get('test', float('nan')):.3f} -> "
                    f"{after.get('test', float('nan')):.3f} (train {before.get('train', float('nan')):.3f} -> "
                    f"{after.get('train', float('nan')):.3f})")
+        typer.echo(f"open {Path(summary['checkpoint']).parent / 'binding.json'}")  # the one file to open, last
 
 
 @app.command()
 def scratch(
     data: Data, out: Out,
-    captions: Annotated[str, typer.Option(help="Caption templates to train on, comma-separated (default: all short ones).")] = "",
+    templates: Annotated[str, typer.Option("--templates", help="Caption templates to train on, comma-separated (default: all short ones).")] = "",
     resolution: Annotated[int, typer.Option(help="Image size in pixels.")] = 64,
     context_length: Annotated[int, typer.Option("--context-length", help="Text positions.")] = 32,
     width: Annotated[int, typer.Option(help="Width of both towers (multiple of 32).")] = 128,
@@ -106,7 +107,7 @@ def scratch(
     """A small CLIP from random weights on a comco dataset (minutes on a CPU)."""
     options = {"resolution": resolution, "context_length": context_length, "vision_width": width,
                "text_width": width, "vision_layers": layers, "text_layers": layers, "embed_dim": width,
-               "captions": [c.strip() for c in captions.split(",") if c.strip()]}
+               "captions": [c.strip() for c in templates.split(",") if c.strip()]}
     if logit_scale is not None:
         options["logit_scale"] = logit_scale
     _run("scratch", options, data=data, out=out, seed=seed, batch_size=batch_size, accum=accum, epochs=epochs,

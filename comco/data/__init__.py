@@ -13,6 +13,6 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "run_plan": "writer", "write_plan": "writer", "make_planner": "writer", "dataset_info": "writer",
     "validate_dataset": "validate", "require_usable_images": "validate", "merge_shards": "merge",
     "export_dataset": "export", "EXPORT_FORMATS": "export",
-    "pair_sheet": "sheet",
+    "pair_sheet": "sheet", "dataset_sheet": "sheet",
     "PAIR_FACTORS": "pairing", "FACTOR_TEMPLATES": "pairing", "find_pairs": "pairing", "has_pairs": "pairing",
 })

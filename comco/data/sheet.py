@@ -1,4 +1,5 @@
-"""The pair contact sheet: `comco dataset pairs-sheet DATASET --out sheet.png`.
+"""The dataset contact sheets: `comco dataset sheet DATASET --out DIR` (scenes with their captions
+and sizes, at the end) and `comco dataset pairs-sheet DATASET --out DIR` (counterfactual pairs).
 
 One row per pair group (a base record and its variants, in the dataset's order): the base
 image, then each variant in the order of the factors. Under a variant: its factor and the
@@ -74,13 +75,13 @@ def sheet_title(data: Dataset, groups: int, size: tuple[int, int]) -> str:
             f"(base, then one variant per factor)")
 
 
-def check_sheet_out(out: Path) -> None:
-    """--out is a PNG file in a writable folder; an existing file is replaced only when it is a sheet
-    this command wrote (its PNG text says so), never another file the user keeps there."""
+def check_sheet_out(out: Path, software: str = SOFTWARE) -> None:
+    """The sheet's PNG file is in a writable folder; an existing file is replaced only when it is a
+    sheet this command (`software`) wrote (its PNG text says so), never another file the user keeps there."""
     if out.is_dir():
         raise UserError(f"--out {out} is a folder; give the sheet's PNG file name (e.g. {out / 'sheet.png'})")
-    if out.exists() and (png_text(out) or {}).get(SOFTWARE_KEY) != SOFTWARE:
-        raise UserError(f"--out {out} exists and is not a pair sheet comco wrote; choose another file name "
+    if out.exists() and (png_text(out) or {}).get(SOFTWARE_KEY) != software:
+        raise UserError(f"--out {out} exists and is not a sheet `{software}` wrote; choose another folder "
                         f"(only an earlier sheet is replaced)")
     folder = next((p for p in out.absolute().parents if p.exists()), None)  # the sheet's, or where it is made
     if folder is not None and (not folder.is_dir() or not os.access(folder, os.W_OK)):
@@ -132,3 +133,79 @@ def pair_sheet(dataset: str | Path, out: str | Path, *, limit: int = 8, factors:
     except OSError as exc:
         raise UserError(f"--out {out}: the sheet could not be written ({exc.strerror}); nothing was written") from None
     return {"rows": len(rows), "columns": max(len(r) for r in rows), "size": layout(tiles, **grid).size}
+
+
+# ---------------------------------------------------------------- the dataset's own sheet
+
+DATASET_SOFTWARE = "comco dataset sheet"
+
+
+def scene_lines(record: dict, template: str | None = None) -> tuple[str, ...]:
+    """Under a scene: its id and resolution, its first caption (of `template`, else the first
+    template the record has) and each object's name with its size: the share of the image it
+    covers as rendered (measured), else its planned scale, largest first."""
+    caps = record.get("captions") or {}
+    name = template if template in caps else next(iter(caps), None)
+    caption = f"{name}: {caps[name][0]}" if name and caps[name] else "(no caption)"
+    w, h = (record.get("resolution") or ["?", "?"])[:2]
+    objs = sorted(record.get("objects") or [], key=lambda o: o.get("size_rank", 0))
+    sizes = []
+    for o in objs:
+        fraction = (o.get("measured") or {}).get("fraction")
+        size = f"{100 * fraction:.1f}%" if isinstance(fraction, (int, float)) else f"x{o.get('scale', 0):.2g}"
+        sizes.append(f"{o.get('name', '?')} {size}")
+    return f"{record.get('id', '?')}  {w} x {h} px", caption, ", ".join(sizes)
+
+
+def dataset_sheet(dataset: str | Path, out: str | Path, *, limit: int = 16, columns: int = 4, tile: int = 192,
+                  template: str | None = None, resample: str = "nearest") -> dict:
+    """Draw a contact sheet of a rendered dataset to the PNG `out`: its first `limit` scenes, each
+    with its id, size in pixels, a caption and every object's size (share of the image).
+
+    Args:
+        dataset: a dataset folder made by `comco render`.
+        out: the PNG file to write (an existing file is replaced only when this function wrote it).
+        limit: scenes to show, the first ones in the dataset's order.
+        columns: scenes per row.
+        tile: cell width in pixels; small renders are scaled up to it.
+        template: the caption template shown under each image (default: "and", else the record's first).
+        resample: "nearest" (the rendered pixels, enlarged) or "bicubic".
+
+    Returns:
+        A dict with the number of scenes shown, the rows and columns and the sheet's size in pixels.
+    """
+    root = Path(dataset)
+    if not root.is_dir():
+        raise UserError(f"{root} does not exist or is not a folder; give a dataset made by `comco render`")
+    out = Path(out)
+    check_sheet_out(out, DATASET_SOFTWARE)
+    if limit < 1 or columns < 1:
+        raise UserError(f"--limit {limit}, --columns {columns}: show at least one scene in at least one column")
+    if not 16 <= tile <= 1024:
+        raise UserError(f"--tile {tile}: use 16..1024 pixels")
+    resample_of(resample)
+    data = Dataset(root)
+    records = []
+    for r in data.records():
+        if isinstance(r, dict) and "objects" in r:
+            records.append(r)
+        if len(records) == limit:
+            break
+    if not records:
+        raise UserError(f"{root} holds no scene records; make it with `comco render`")
+    absent = [r for r in records if not data.image_path(r).is_file()]
+    if absent:
+        raise UserError(f"{root}: {len(absent)} of the sheet's {len(records)} images are not rendered (first: "
+                        f"{absent[0].get('image')}); a planned dataset has none: render it with `comco render`")
+    cells = [Tile(_open(data.image_path(r), root), scene_lines(r, template or "and")) for r in records]
+    rows = [cells[k:k + columns] for k in range(0, len(cells), columns)]
+    size = cells[0].image.size
+    title = (f"{root.name} ({data.info.get('object_set', '?')}, {size[0]} x {size[1]} px): first {len(cells)} "
+             f"of {len(data)} scenes; sizes are each object's share of the image")
+    grid = {"tile": tile, "gap": GAP, "title": title, "font_px": max(11, tile // 15)}
+    try:
+        save_png(draw_grid(rows, resample=resample, **grid), out, {SOFTWARE_KEY: DATASET_SOFTWARE})
+    except OSError as exc:
+        raise UserError(f"--out {out}: the sheet could not be written ({exc.strerror}); nothing was written") from None
+    return {"scenes": len(cells), "rows": len(rows), "columns": min(columns, len(cells)),
+            "size": layout(rows, **grid).size}

@@ -51,9 +51,20 @@ CPU_ASSUMPTIONS = (f"assumed (measured on a 2-core CPU): {CPU_FLOPS:.0e} FLOP/s 
                    "counted by torch on the recipe's modules")
 
 
+def gpu_here() -> bool:
+    """Whether this machine shows torch an NVIDIA GPU, told without importing torch: a device node
+    /dev/nvidiaN, and CUDA_VISIBLE_DEVICES not hiding every device."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
 def on_cpu(settings: dict) -> bool:
-    """The scale runs on the CPU (its [run] device says so): estimate at the CPU's rates."""
-    return settings["run"]["device"] == "cpu"
+    """The scale runs on the CPU: its [run] device says cpu, or auto on a machine without a GPU
+    (what `auto` then picks): estimate at the CPU's rates."""
+    device = settings["run"]["device"]
+    return device == "cpu" or (device == "auto" and not gpu_here())
 
 
 def _render_seconds(preset: str, resolution: int, cpu: bool) -> float:
@@ -167,7 +178,9 @@ def dry_run_lines(recipe, jobs: int | None = None) -> list[str]:
     cpu = on_cpu(recipe.settings)
     # 0 jobs: one stage per core on the CPU (the lab's own rule); one at a time on the GPU
     jobs = jobs or recipe.settings["run"]["jobs"] or ((os.cpu_count() or 1) if cpu else 1)
-    where = f"on this machine's CPU ({os.cpu_count() or 1} cores)" if cpu else "on one GPU"
+    device = recipe.settings["run"]["device"]
+    why = f" (run.device {device}: {'no GPU here' if cpu else 'a GPU here'})" if device == "auto" else ""
+    where = (f"on this machine's CPU ({os.cpu_count() or 1} cores)" if cpu else "on one GPU") + why
     width = max(len(st.id) for st in stages)
     lines = [f"{'stage':<{width}}  {'kind':<9}  {'inputs':<6}  est. {'on one CPU core' if cpu else 'on one GPU'}"]
     for st in stages:

@@ -342,7 +342,8 @@ def _device(config: dict) -> str:
 
 def _stat(s: dict) -> dict:
     v = s.get("acc", s.get("mean"))
-    out = {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "chance": s.get("chance")}
+    out = {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "clusters": s.get("clusters"),
+           "chance": s.get("chance")}
     if s.get("ties") is not None:  # queries decided by rounding, left out of n (comco.probes.retrieval.near_ties)
         out["ties"] = s["ties"]
     return out

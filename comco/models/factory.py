@@ -36,13 +36,16 @@ def default_device() -> str:
 
 
 def check_device(name: str) -> str:
-    """A device this machine has: cpu, cuda or cuda:N (probe, eval and train share this check)."""
+    """A device this machine has: cpu, cuda or cuda:N, or auto (cuda when there is one, else cpu);
+    probe, eval and train share this check."""
     import re
 
+    if name == "auto":
+        return default_device()
     if name == "cpu":
         return name
     if not re.fullmatch(r"cuda(:\d+)?", name):
-        raise UserError(f"--device {name}: use cpu, cuda or cuda:N")
+        raise UserError(f"--device {name}: use auto, cpu, cuda or cuda:N")
     import torch
 
     if not torch.cuda.is_available():

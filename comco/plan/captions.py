@@ -41,7 +41,7 @@ class Template:
     kind: str = "list"
     sentences: tuple[str, ...] = ()
     sentences_color: tuple[str, ...] = ()
-    # False: written only when --captions names it, or in a pair dataset (the factor templates).
+    # False: written only when --templates names it, or in a pair dataset (the factor templates).
     default: bool = True
     size_words: tuple[str, ...] = ("large", "small")  # sizes: the largest object's word, every other's
     single: str = "{a} {name}"  # relation: the caption of a scene with one object
@@ -72,10 +72,10 @@ class TemplateBook:
                 raise UserError(f"unknown caption template '{n}'; known: {', '.join(self.templates)}")
             t = self.templates[n]
             if "color" in t.requires and not colors:
-                raise UserError(f"template '{n}' needs colours; add --colors or drop it from --captions")
+                raise UserError(f"template '{n}' needs colours; add --colors or drop it from --templates")
             if not fits(t):
                 raise UserError(f"template '{n}' needs objects of different sizes; use another --layout "
-                                f"than equal or drop it from --captions")
+                                f"than equal or drop it from --templates")
             out.append(t)
         return out
 
@@ -111,7 +111,7 @@ def load_templates(extra: str | Path | None = None, text: str | None = None) -> 
     data = tomllib.loads(DEFAULT_TEMPLATES.read_text(encoding="utf-8"))
     where = str(DEFAULT_TEMPLATES)
     if extra is not None or text is not None:
-        where = str(extra) if extra is not None else "--templates"
+        where = str(extra) if extra is not None else "--templates-file"
         if text is None:
             text = read_template_file(extra)
         try:

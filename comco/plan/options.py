@@ -247,10 +247,10 @@ OPTIONS: tuple[PlanOption, ...] = (
                help="Image share range of small objects, e.g. 0.005-0.01."),
     PlanOption("equal_fraction", float, 0.025, bounds=SHARE, say="an image share in (0, 1)"),
     PlanOption("captions", tuple[str, ...], (), cli_type=str, cli_default="", parse=parse.names,
-               help="Caption templates to write, comma-separated (default: all that apply)."),
+               flags=("--templates",), help="Caption templates to write, comma-separated (default: all that apply)."),
     PlanOption("templates", Optional[str], None, cli_type=Optional[Path], parse=parse.path_text,
-               help="A TOML file of extra caption templates."),
-    # The --templates file's content: part of the configuration, so editing the file makes
+               flags=("--templates-file",), help="A TOML file of extra caption templates."),
+    # The --templates-file file's content: part of the configuration, so editing the file makes
     # another configuration (a resume is refused) and a dataset re-plans without the file.
     # PlanConfig reads it from the file.
     PlanOption("templates_text", Optional[str], None, in_hash=WHEN_SET),

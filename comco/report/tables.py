@@ -77,12 +77,28 @@ MIN_TRIALS = 20  # a number from fewer trials is shown as its count: its interva
 SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 
 
-def too_few(n: int | None, of: int | None = None, unit: str = "trials") -> str | None:
-    """A cell's text when its number comes from fewer than MIN_TRIALS trials ("2 of 32 kept: too
-    few to read", `of` the trials it was kept from; "12 images: too few to read"), else None."""
-    if n is None or n >= MIN_TRIALS:
+def units(stat: dict | None) -> int | None:
+    """What the too-few rule counts for a figure: the units its bootstrap resamples (stat["clusters"]:
+    images, pairs, sampled tuples) where there are fewer of them than trials, else its trials ("n").
+    32 trials from 8 pairs are 8 draws of the interval, not 32."""
+    if not stat:
         return None
-    return f"{n} of {of} kept: too few to read" if of is not None else f"{n} {unit}: too few to read"
+    n, c = stat.get("n"), stat.get("clusters")
+    if isinstance(c, int) and not isinstance(c, bool) and c > 0 and (n is None or c < n):
+        return c
+    return n
+
+
+def too_few(n: int | None, of: int | None = None, unit: str = "trials", clusters: int | None = None) -> str | None:
+    """A cell's text when its number comes from fewer than MIN_TRIALS trials ("2 of 32 kept: too
+    few to read", `of` the trials it was kept from; "12 images: too few to read"), or from fewer
+    than MIN_TRIALS resampled units (`clusters`: "32 trials from 8 resampled units: too few to
+    read"), else None."""
+    if n is not None and n < MIN_TRIALS:
+        return f"{n} of {of} kept: too few to read" if of is not None else f"{n} {unit}: too few to read"
+    if clusters is not None and n is not None and 0 < clusters < min(n, MIN_TRIALS):
+        return f"{n} {unit} from {clusters} resampled units: too few to read"
+    return None
 
 
 class Dashes:

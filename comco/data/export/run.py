@@ -153,7 +153,7 @@ def export_dataset(root: str | Path, to: str, out: str | Path, *, template: str 
         raise UserError(f"--to {to}: unknown format; choose one of {', '.join(FORMATS)}")
     fmt = FORMATS[to]
     if captions not in CAPTION_MODES:
-        raise UserError(f"--captions {captions}: choose {' or '.join(CAPTION_MODES)}")
+        raise UserError(f"--mention-orders {captions}: choose {' or '.join(CAPTION_MODES)}")
     opts = ExportOptions(template, captions, parse_bytes(shard_size), int(shard_count),
                          parse_separator(csv_separator))
     dataset = Dataset(Path(root).resolve())

@@ -75,7 +75,7 @@ def samples(dataset: Dataset, template: str | None, captions: str = "all") -> It
     """One Sample per record of scenes.jsonl, in file order; a record without its image or
     its template's captions ends the export with one line."""
     if captions not in CAPTION_MODES:
-        raise UserError(f"--captions {captions}: choose {' or '.join(CAPTION_MODES)}")
+        raise UserError(f"--mention-orders {captions}: choose {' or '.join(CAPTION_MODES)}")
     seen_one, fields = False, object_fields(dataset)
     for line, record in enumerate(dataset.records(), 1):
         if not isinstance(record, dict) or not isinstance(record.get("objects"), list) or "id" not in record:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from comco.lab.report.stats import thin
 from comco.report import error_bars, interval_bars, legend_beside, legend_entry, pyplot, save
 
 DPI = 100  # the report's figures are drawn at their size at 100 % zoom
@@ -60,6 +61,16 @@ def _wrap(text: str, n: int) -> str:
     return "\n".join(lines)
 
 
+def _points(stats: list[dict]) -> tuple[list[float], list[float], list[float]]:
+    """Mean, low and high of each summary in %, NaN (no point drawn) where there is none or where
+    the report's text calls it too few to read (thin): a figure never shows what its text withholds."""
+    cols = ([], [], [])
+    for s in stats:
+        for col, k in zip(cols, ("mean", "lo", "hi")):
+            col.append(np.nan if s.get(k) is None or thin(s) is not None else 100 * s[k])
+    return cols
+
+
 def dose_plot(path: Path, title: str, ps: list[float], series: dict[str, list[dict]], chance: float | None,
               ylabel: str) -> Path:
     return save(draw_dose(title, ps, series, chance, ylabel), path, dpi=DPI)
@@ -70,7 +81,7 @@ def draw_dose(title: str, ps: list[float], series: dict[str, list[dict]], chance
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
     for j, (label, stats) in enumerate(series.items()):
-        y, lo, hi = ([np.nan if s.get(k) is None else 100 * s[k] for s in stats] for k in ("mean", "lo", "hi"))
+        y, lo, hi = _points(stats)
         ax.errorbar(np.array(ps) + 0.006 * (j - len(series) / 2), y, yerr=error_bars(y, lo, hi), marker="o",
                     capsize=3, label=label)
     if chance is not None:
@@ -94,7 +105,7 @@ def draw_bars(title: str, groups: list[str], series: dict[str, list[dict]], ylab
     width = min(PAGE_IN, max(5.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 1.5) + 2.2)
     fig, ax = plt.subplots(figsize=(width, 3.8))
     x = np.arange(len(groups))
-    interval_bars(ax, groups, {label: [(s["mean"], s.get("lo"), s.get("hi")) for s in stats]
+    interval_bars(ax, groups, {label: [None if thin(s) else (s["mean"], s.get("lo"), s.get("hi")) for s in stats]
                                for label, stats in series.items()})
     if chance is not None:
         ax.axhline(100 * chance, color="k", linestyle="--", linewidth=1, label="chance")
@@ -123,13 +134,13 @@ def draw_findings(title: str, ps: list[float], panels: dict[str, dict[str, list[
     for ax, (name, series) in zip(axes[0], panels.items()):
         for j, (label, stats) in enumerate(series.items()):
             colour = f"C{j}"  # the same count has the same colour in every panel (one legend serves both)
-            y, lo, hi = ([np.nan if s.get(k) is None else 100 * s[k] for s in stats] for k in ("mean", "lo", "hi"))
+            y, lo, hi = _points(stats)
             shift = 0.01 * span * (j - len(series) / 2)
             line = ax.errorbar(np.array(ps) + shift, y, yerr=error_bars(y, lo, hi), marker="o", capsize=3,
                                color=colour, label=label)
             handles.setdefault(label, line)
             prior = priors.get(name, {}).get(label)
-            if prior and prior.get("mean") is not None:
+            if prior and prior.get("mean") is not None and thin(prior) is None:
                 py, plo, phi = ([np.nan if prior.get(k) is None else 100 * prior[k]] for k in ("mean", "lo", "hi"))
                 ax.errorbar([x_prior + shift], py, yerr=error_bars(py, plo, phi), marker="s", mfc="white",
                             color=colour, capsize=3)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from comco.probes.retrieval import NO_PREFERENCE, mostly_ties
-from comco.report import too_few
+from comco.report import too_few, units
 
 # two-sided 95 % Student t quantiles by degrees of freedom
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
@@ -168,7 +168,7 @@ def metric(res: dict, family: str, n: str, template: str | None = None) -> dict 
     if not stats:
         return None
     out = {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
-           "chance": [s.get("chance") for s in stats], "n": [s.get("n") for s in stats]}
+           "chance": [s.get("chance") for s in stats], "n": [units(s) for s in stats]}
     ties, counted_ = int(stats[0].get("ties") or 0), int(stats[0].get("n") or 0)
     out["tie_share"] = ties / (ties + counted_) if ties + counted_ else 0.0
     if mostly_ties(ties, counted_):  # this model shows no preference: none of its shares is a number
