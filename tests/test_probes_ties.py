@@ -89,7 +89,7 @@ def test_ior_of_an_untrained_tower_is_mostly_ties_and_the_finding_says_so():
     m = metric(priors[0], "ior", "4")
     assert m["no_preference"] and m["share"][0] is None and m["tie_share"] > 0.5
     pr = prior_stat(priors, "ior", "4", None, 0)
-    assert pr["mean"] is None and pr["no_preference"] == 3
+    assert pr["mean"] is None and pr["no_preference"] and pr["tied_models"] == 3
     assert pct(pr).startswith(NO_PREFERENCE) and no_preference(pr).startswith(NO_PREFERENCE)
     c = SetContext(doc=None, run=None, fig=None, oset="simco",
                    s={"data": {"order_bias": [0.0, 1.0]}, "scratch": {"seeds": [0, 1, 2]}, "gates": {"min_passing": 2}})
@@ -146,3 +146,25 @@ def test_tor_captions_that_embed_alike_for_every_mention_are_ties():
     for g in groups:
         first = g["metrics"]["unconditional"][0]
         assert g["ties"] == g["queries"] and first["n"] == 0 and first["ties"] == g["queries"]
+
+
+def _prior(largest: float, ties: int, queries: int = 100) -> dict:
+    n = queries - ties
+    return {"ior": {"3": {"unconditional": [{"role": "largest", "value": largest, "n": n, "ties": ties},
+                                            {"role": "2nd largest", "value": 0.1, "n": n, "ties": ties},
+                                            {"role": "3rd largest", "value": 0.1, "n": n, "ties": ties}]}}}
+
+
+def test_a_finding_rests_on_ties_when_most_of_its_models_or_queries_do():
+    """One model of three mostly ties: the other two give the number, and the ties are named
+    beside it. Two of three: "no preference measurable", whatever the third says."""
+    one = prior_stat([_prior(0.6, 80), _prior(0.6, 10), _prior(0.6, 20)], "ior", "3", None, 0)
+    assert one["mean"] == pytest.approx(0.75) and one["n"] == 2 and not one["no_preference"]
+    assert one["tied_models"] == 1 and one["tie_share"] == pytest.approx(1.1 / 3)
+    assert not pct(one).startswith(NO_PREFERENCE)
+    two = prior_stat([_prior(0.6, 80), _prior(0.6, 60), _prior(0.6, 0)], "ior", "3", None, 0)
+    assert two["no_preference"] and pct(two).startswith(NO_PREFERENCE)
+    c = SetContext(doc=None, run=None, fig=None, oset="simco",
+                   s={"data": {"order_bias": [0.0, 1.0]}, "scratch": {"seeds": [0, 1, 2]}, "gates": {"min_passing": 2}})
+    assert judge_prior(c, [_prior(0.6, 80), _prior(0.6, 60), _prior(0.6, 0)], "ior", "3", None, 1 / 3).reason \
+        .startswith(NO_PREFERENCE)

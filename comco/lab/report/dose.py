@@ -6,7 +6,19 @@ from __future__ import annotations
 from comco.lab.keys import prior_key, probe_key, scratch_key
 from comco.lab.report.context import SetContext
 from comco.lab.report.figures import dose_plot
-from comco.lab.report.stats import ORD, counted, metric, no_preference, num, pct, slope, summarize, thin, tie_summary
+from comco.lab.report.stats import (
+    ORD,
+    counted,
+    metric,
+    no_preference,
+    num,
+    pct,
+    slope,
+    summarize,
+    thin,
+    tie_note,
+    tie_summary,
+)
 from comco.lab.report.verdict import DOWN, NEITHER, SLOPE_WIDE, UP, judge, loo_sentence
 from comco.report import MIN_TRIALS, Dashes
 
@@ -159,7 +171,7 @@ def dose_sections(c: SetContext, probes: dict, counts: list[int], prior: list) -
             jp = judge_prior(c, prior, "tor", key, "and", 1 / n)
             numbers[f"tor_{n}"]["prior_verdict"] = jp.to_dict()
             c.find(f"Does the untrained architecture already favour the first mention (TOR, {n} objects)?",
-                   no_preference(pr) or f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %", jp)
+                   no_preference(pr) or f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %{tie_note(pr)}", jp)
     _ior_sections(c, probes, prior, gate, numbers)
     _sensitivity_sections(c, probes, counts, prior, gate, numbers)
     numbers["passing"] = gate[1]
@@ -218,7 +230,7 @@ def _ior_sections(c: SetContext, probes: dict, prior: list, gate, numbers: dict)
             jp = judge_prior(c, prior, "ior", key, None, 1 / n)
             numbers[f"ior_{n}"]["prior_verdict"] = jp.to_dict()
             c.find(f"Does the untrained image tower already favour the largest object (IOR, {n} objects)?",
-                   no_preference(pr) or f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %", jp)
+                   no_preference(pr) or f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %{tie_note(pr)}", jp)
 
 
 def _sensitivity_sections(c: SetContext, probes: dict, counts: list, prior: list, gate, numbers: dict) -> None:

@@ -87,11 +87,11 @@ def judge(estimate_for: Callable[[frozenset], dict], seeds: Iterable, *, need: i
     """
     seeds = list(seeds)
     est = estimate_for(frozenset())
-    way = _way(est, need)
-    if way == UNKNOWN and est.get("no_preference"):
+    if est.get("no_preference"):
         # the models' figures rest mostly on near-ties (comco.probes.retrieval): rounding, not a preference
-        return Judgement(CANNOT, way, est, f"{NO_PREFERENCE}: {est['no_preference']} of {est['models']} model(s) "
-                         f"mostly near-ties, {100 * est.get('tie_share', 0.0):.0f} % of the queries")
+        return Judgement(CANNOT, UNKNOWN, est, f"{NO_PREFERENCE}: {100 * est['tie_share']:.0f} % of the queries "
+                         f"near-ties, {est['tied_models']} of {est['models']} model(s) mostly ties")
+    way = _way(est, need)
     if way == UNKNOWN:
         return Judgement(CANNOT, way, est, f"{est.get('n', 0)} passing model(s), fewer than {need}")
     if way == NEITHER:
