@@ -194,7 +194,7 @@ class _Parts:
         # on a CPU by this machine's flags; on a GPU, or a device chosen at run time, by the trainer
         precision = s["run"].get("precision", "auto")
         if precision == "auto" and self.device == "cpu":
-            from comco.train.precision import cpu_precision
+            from comco.train import cpu_precision
 
             precision = cpu_precision("auto")
         self.precision = {"precision": precision}

@@ -73,7 +73,7 @@ def machine(config: dict) -> dict:
 
     import torch
 
-    from comco.train.precision import cpu_flags
+    from comco.train import cpu_flags
 
     device = _device(config)
     flags = cpu_flags()

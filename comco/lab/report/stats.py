@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from comco.probes.retrieval import MOSTLY, NO_PREFERENCE, mostly_ties
+from comco.probes import MOSTLY, NO_PREFERENCE, mostly_ties
 from comco.report import too_few, units
 
 # two-sided 95 % Student t quantiles by degrees of freedom

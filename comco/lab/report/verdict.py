@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from comco.lab.report.stats import SHARE_DIFFERENCE, paired, pct, signed
-from comco.probes.retrieval import NO_PREFERENCE
+from comco.probes import NO_PREFERENCE
 
 SUPPORTED, CONTRADICTED, CANNOT, FRAGILE = "supported", "contradicted", "cannot answer", "fragile"
 UP, DOWN, NEITHER, UNKNOWN = "up", "down", "neither", "unknown"
