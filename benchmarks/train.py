@@ -259,7 +259,8 @@ def print_precision(prec: dict, torch) -> None:
 
     native = [f for f in BF16_FLAGS if f in cpu_flags()]
     print(f"{_cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} thread(s); native bf16 flags: "
-          f"{', '.join(native) or 'none'}; --precision auto trains in {cpu_precision('auto')} here")
+          f"{', '.join(native) or 'none'}; --precision auto trains a scratch CLIP in {cpu_precision('auto')} here "
+          f"(fine-tunes and LABCLIP in {cpu_precision('auto', kind='debias')})")
     print(f"{'small conv scratch step, fp32 ms':44s} {prec['fp32']:12.1f}")
     print(f"{'small conv scratch step, bf16 autocast ms':44s} {prec['bf16']:12.1f}")
     print(f"{'  fp32 / bf16':44s} {prec['fp32'] / prec['bf16']:11.2f}x")

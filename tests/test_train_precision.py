@@ -19,6 +19,9 @@ def test_auto_is_bf16_only_where_the_cpu_has_native_bf16(tmp_path):
     assert cpu_precision("auto", EPYC) == "bf16" and cpu_precision("auto", OLDER) == "fp32"
     assert cpu_precision("auto", ["amx_bf16"]) == "bf16" and cpu_precision("auto", []) == "fp32"
     assert cpu_precision("fp32", EPYC) == "fp32" and cpu_precision("bf16", OLDER) == "bf16"  # forced
+    # the fine-tunes and the LABCLIP map measured slower in bf16: auto keeps them in fp32
+    assert {cpu_precision("auto", EPYC, kind=k) for k in ("longclip", "debias", "labclip")} == {"fp32"}
+    assert cpu_precision("bf16", EPYC, kind="debias") == "bf16"
     with pytest.raises(UserError, match="fp16 needs a GPU"):
         cpu_precision("fp16", EPYC)
     with pytest.raises(UserError, match="one of auto, fp32, bf16, fp16"):
@@ -47,10 +50,13 @@ def test_the_recipe_key_reaches_every_training_stage_and_auto_follows_the_cpu(mo
     monkeypatch.setattr(precision, "cpu_flags", lambda *a: list(EPYC))
     auto_here = stages(None)
     assert {s.kind for s in auto_here} == set(trained)
-    assert {s.config["precision"] for s in auto_here} == {"bf16"}
+    # auto: the scratch trainings (the colour bases too) in bf16, the fine-tunes and LABCLIP maps in fp32
+    assert {s.config["precision"] for s in auto_here if s.kind == "scratch"} == {"bf16"}
+    assert {s.config["precision"] for s in auto_here if s.kind != "scratch"} == {"fp32"}
     forced = stages("fp32")
     assert {s.config["precision"] for s in forced} == {"fp32"}
-    assert {s.hash for s in forced}.isdisjoint({s.hash for s in auto_here})  # a precision is part of the hash
+    scratch = lambda ss: {s.hash for s in ss if s.kind == "scratch"}  # noqa: E731
+    assert scratch(forced).isdisjoint(scratch(auto_here))  # a precision is part of the hash
     monkeypatch.setattr(precision, "cpu_flags", lambda *a: list(OLDER))
     assert {s.config["precision"] for s in stages(None)} == {"fp32"}
     assert {s.config["precision"] for s in stages("bf16")} == {"bf16"}

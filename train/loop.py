@@ -34,15 +34,16 @@ def resolve_device(name: str) -> str:
     return check_device(name)
 
 
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+def autocast_dtype(precision: str, device: torch.device, kind: str = "scratch") -> torch.dtype | None:
     """None means full fp32. On a GPU `auto` is bf16 where it has it, fp16 elsewhere; on a CPU
-    bf16 where the CPU multiplies it natively, fp32 elsewhere (comco.train.precision)."""
+    bf16 for a scratch training where the CPU multiplies it natively, fp32 otherwise
+    (comco.train.precision)."""
     if precision == "fp32":
         return None
     if device.type != "cuda":
         from comco.train.precision import cpu_precision
 
-        return torch.bfloat16 if cpu_precision(precision) == "bf16" else None
+        return torch.bfloat16 if cpu_precision(precision, kind=kind) == "bf16" else None
     if precision == "fp16":
         return torch.float16
     if precision == "bf16" or torch.cuda.is_bf16_supported():
@@ -126,7 +127,7 @@ class Trainer:
         note = short_warmup(cfg.warmup, self.total_steps, cfg.lr)
         if note and distributed.is_main() and not cfg.quiet:
             print(f"comco: {note}", file=sys.stderr)
-        self.amp_dtype = autocast_dtype(cfg.precision, self.device)
+        self.amp_dtype = autocast_dtype(cfg.precision, self.device, cfg.kind)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.step = 0
         from comco.train.snapshots import snapshot_steps

@@ -1,13 +1,17 @@
 """The float precision a training runs in, and which CPUs compute bf16 natively.
 
 `auto` trains in bf16 autocast on a GPU that has bf16 (fp16 with a loss scaler on one that
-has not), and on a CPU whose instruction set multiplies bf16 natively (the x86 flags
-avx512_bf16 or amx_bf16 in /proc/cpuinfo: there a one-thread matmul ran 138 GFLOP/s in bf16
-against 57 in fp32, and a step of the lab's small conv CLIP is about 1.3x faster,
-benchmarks/train.py); on every other CPU in fp32, where bf16 autocast would be emulated and
-slower. `fp32` or `bf16` force one. Autocast keeps the weights, the optimiser and the loss
-reductions in fp32 and runs matmuls and convolutions in bf16, so the models differ in their
-rounding, not in what they learn (docs/reference/reproducibility.md).
+has not). On a CPU it trains a scratch CLIP in bf16 autocast where the CPU multiplies bf16
+natively (the x86 flags avx512_bf16 or amx_bf16 in /proc/cpuinfo): there a one-thread matmul
+ran 138 GFLOP/s in bf16 against 57 in fp32, and a step of the lab's small conv CLIP at batch
+64 is 1.2-1.36x faster (benchmarks/train.py, section 6). Everything else on a CPU trains in
+fp32: CPUs without native bf16 would only emulate it, and the fine-tunes (Long-CLIP, DeBias
+at batch 32) and the LABCLIP map measured slower in bf16 on the same machine (a Long-CLIP step
+of the lab's conv model 592/454 ms in fp32 against 634/652 in bf16, DeBias 815/685 against
+1043/938: the casts cost more than the small matmuls gain). `fp32` or `bf16` force one.
+Autocast keeps the weights, the optimiser and the loss reductions in fp32 and runs matmuls
+and convolutions in bf16, so the models differ in their rounding, not in what they learn
+(docs/reference/reproducibility.md).
 
 torch-free: the lab resolves `auto` before it hashes a stage.
 """
@@ -20,6 +24,7 @@ from comco.errors import UserError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # x86 instructions that multiply bf16 natively
+BF16_KINDS = ("scratch",)  # the training kinds `auto` runs in bf16 on such a CPU (measured faster)
 
 
 def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> list[str]:
@@ -42,13 +47,13 @@ def native_bf16(flags: list[str] | None = None) -> bool:
     return any(f in flags for f in BF16_FLAGS)
 
 
-def cpu_precision(requested: str, flags: list[str] | None = None) -> str:
-    """The precision a CPU training runs in: `auto` is bf16 where the CPU has native bf16,
-    fp32 elsewhere; fp32 and bf16 as asked. fp16 autocast needs a GPU."""
+def cpu_precision(requested: str, flags: list[str] | None = None, kind: str = "scratch") -> str:
+    """The precision a CPU training of `kind` runs in: `auto` is bf16 for the BF16_KINDS where
+    the CPU has native bf16, fp32 otherwise; fp32 and bf16 as asked. fp16 needs a GPU."""
     if requested not in PRECISIONS:
         raise UserError(f"precision {requested!r}: one of {', '.join(PRECISIONS)}")
     if requested == "fp16":
         raise UserError("precision fp16 needs a GPU (its loss scaler is CUDA's); on a CPU use bf16 or fp32")
     if requested == "auto":
-        return "bf16" if native_bf16(flags) else "fp32"
+        return "bf16" if kind in BF16_KINDS and native_bf16(flags) else "fp32"
     return requested

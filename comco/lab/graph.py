@@ -190,14 +190,18 @@ class _Parts:
         self.data, self.render, self.sc, self.ft, self.probe, self.lab = (
             s[k] for k in ("data", "render", "scratch", "finetune", "probe", "labclip"))
         self.device = s["run"]["device"]
-        # every training of the recipe in one precision, resolved here (part of each stage's hash):
-        # on a CPU by this machine's flags; on a GPU, or a device chosen at run time, by the trainer
+        # the trainings' precision, resolved here (part of each stage's hash): on a CPU by this
+        # machine's flags and the training's kind (comco.train.precision: auto is bf16 for the
+        # scratch trainings where the CPU has native bf16, fp32 for the fine-tunes and LABCLIP);
+        # on a GPU, or a device chosen at run time, by the trainer
         precision = s["run"].get("precision", "auto")
         if precision == "auto" and self.device == "cpu":
             from comco.train import cpu_precision
 
-            precision = cpu_precision("auto")
-        self.precision = {"precision": precision}
+            self.precision = {kind: {"precision": cpu_precision("auto", kind=kind)}
+                              for kind in ("scratch", "finetune", "labclip")}
+        else:
+            self.precision = dict.fromkeys(("scratch", "finetune", "labclip"), {"precision": precision})
         render, sc, probe = self.render, self.sc, self.probe
         self.plan_common = plan_settings(s)  # layout, large_slot, ... resolution: the planning options the recipe keys
         self.render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
@@ -299,7 +303,7 @@ class _Parts:
         sc = self.sc
         return {"seed": seed, "batch_size": sc["batch_size"], "lr": sc["lr"], "warmup": sc["warmup"],
                 "weight_decay": sc["weight_decay"], "device": self.device, **self._size(variant),
-                **self.shared_training, **self.precision}
+                **self.shared_training, **self.precision["scratch"]}
 
     def scratch(self, probes: bool, analyses: bool) -> list[Stage]:
         out = []
@@ -343,7 +347,7 @@ class _Parts:
                     "batch_size": ft["batch_size"], "lr": ft["lr"], "warmup": ft["warmup"],
                     "weight_decay": ft["weight_decay"], "device": self.device, "options": options,
                     "adam_betas": [0.9, 0.999], "adam_eps": 1e-8,  # the papers' code's AdamW
-                    **self.precision},
+                    **self.precision["finetune"]},
                     model=scratch_key(self.oset, p, seed), data=captions_key("train", self.oset, p)))
                 if probes:
                     out.append(self._probe(key, p, True, self.probe["analyses"] if analyses else []))
@@ -357,6 +361,6 @@ class _Parts:
                               data=captions_key("colors", self.oset, lab["order_bias"])))
             out.append(_stage(labclip_key(self.oset, seed), {
                 "seed": seed, "steps": lab["steps"], "batch_size": lab["batch_size"], "lr": lab["lr"],
-                "device": self.device, "bootstrap": self.probe["bootstrap"], **self.precision},
+                "device": self.device, "bootstrap": self.probe["bootstrap"], **self.precision["labclip"]},
                 model=base, data=render_key("colors", self.oset)))
         return out
