@@ -2,7 +2,7 @@
 
 `auto` trains in bf16 autocast on a GPU that has bf16 (fp16 with a loss scaler on one that
 has not). On a CPU it trains a scratch CLIP in bf16 autocast where the CPU multiplies bf16
-natively (the x86 flags avx512_bf16 or amx_bf16 in /proc/cpuinfo): there a one-thread matmul
+natively (the x86 flags avx512_bf16 or amx_bf16 in /proc/cpuinfo): on an EPYC (issue 39) a one-thread matmul
 ran 138 GFLOP/s in bf16 against 57 in fp32, and a step of the lab's small conv CLIP at batch
 64 is 1.2-1.36x faster (benchmarks/train.py, section 6). Everything else on a CPU trains in
 fp32: CPUs without native bf16 would only emulate it, and the fine-tunes (Long-CLIP, DeBias
