@@ -190,18 +190,13 @@ class _Parts:
         self.data, self.render, self.sc, self.ft, self.probe, self.lab = (
             s[k] for k in ("data", "render", "scratch", "finetune", "probe", "labclip"))
         self.device = s["run"]["device"]
-        # the trainings' precision, resolved here (part of each stage's hash): on a CPU by this
-        # machine's flags and the training's kind (comco.train.precision: auto is bf16 for the
-        # scratch trainings where the CPU has native bf16, fp32 for the fine-tunes and LABCLIP);
-        # on a GPU, or a device chosen at run time, by the trainer
-        precision = s["run"].get("precision", "auto")
-        if precision == "auto" and self.device == "cpu":
-            from comco.train import cpu_precision
-
-            self.precision = {kind: {"precision": cpu_precision("auto", kind=kind)}
-                              for kind in ("scratch", "finetune", "labclip")}
-        else:
-            self.precision = dict.fromkeys(("scratch", "finetune", "labclip"), {"precision": precision})
+        # the trainings' precision, resolved here on the driver (part of each stage's hash): on a
+        # CPU by this machine's flags and the training's kind (comco.train.precision: auto is bf16
+        # for the scratch trainings where the CPU has native bf16, fp32 otherwise); on a GPU, or a
+        # device chosen at run time, by the trainer. A stage whose precision is what every stage
+        # had before the key (fp32 on a CPU, the trainer's auto elsewhere) carries none: same hash.
+        self.precision = {kind: self._precision(s["run"].get("precision", "auto"), kind)
+                          for kind in ("scratch", "finetune", "labclip")}
         render, sc, probe = self.render, self.sc, self.probe
         self.plan_common = plan_settings(s)  # layout, large_slot, ... resolution: the planning options the recipe keys
         self.render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
@@ -220,6 +215,14 @@ class _Parts:
                           "tor_templates": probe["tor_templates"], "batch_size": probe["batch_size"],
                           "device": self.device,
                           "tor_gallery": "names"}  # ComCO's bare-name gallery (part of the hash: numbers differ)
+
+    def _precision(self, requested: str, kind: str) -> dict:
+        if self.device == "cpu":
+            from comco.train import cpu_precision
+
+            resolved = cpu_precision(requested, kind=kind)
+            return {} if resolved == "fp32" else {"precision": resolved}
+        return {} if requested == "auto" else {"precision": requested}
 
     def _render(self, role: str, objects, n: int, seed: int, captions, colors: bool, singles: bool,
                 **plan) -> Stage:

@@ -240,8 +240,7 @@ def _shard_images(path, v):
 
 
 # keys a recipe may leave out (every other key is required), with the value they take
-OPTIONAL = {"run": {"executor": "local", "slurm": {}, "node": {}, "precision": "auto"},
-            "render": {"shard_images": None}}
+OPTIONAL = {"run": {"executor": "local", "slurm": {}, "node": {}}, "render": {"shard_images": None}}
 
 SCHEMA: dict[str, dict[str, Callable]] = {
     # the planning options keyed in a section (layout, large_slot, ... in [data]) come with their
@@ -292,6 +291,8 @@ ORIGINS = {
                 "checkpoint_spacing": "even", "logit_scale": None},
     "probe": {"development": False},
     "gates": {"caption_r1": None},
+    # issue 39: the trainings' precision (comco.train.precision); left out, auto
+    "run": {"precision": "auto"},
 }
 SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional")),
                           "text_pool": _choice(("mean", "first")), "objective": _choice(tuple(OBJECTIVES)),

@@ -263,9 +263,11 @@ def _train(kind: str, out: Path, data: Path, config: dict, options: dict, **extr
 
     checkpoint = out / "checkpoint.pt"
     steps = config["steps"]
+    # no precision in the config: what every stage trained in before the key (comco.lab.graph)
+    precision = config.get("precision", "fp32" if _device(config) == "cpu" else "auto")
     cfg = make_config(kind, data=str(data), out=str(out), seed=config["seed"], steps=steps,
                       batch_size=config["batch_size"], lr=config["lr"], device=config["device"],
-                      checkpoint_every=max(1, steps // 3), quiet=True, precision=config.get("precision", "auto"),
+                      checkpoint_every=max(1, steps // 3), quiet=True, precision=precision,
                       resume=str(checkpoint) if checkpoint.is_file() else None, options=options, **extra)
     t0 = time.perf_counter()
     summary = run_training(cfg)
