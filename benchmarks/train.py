@@ -1,6 +1,6 @@
 """Training speed on this machine, side by side in one run.
 
-    .venv/bin/python benchmarks/train.py [--data DATASET] [--steps 30] [--threads 2]
+    .venv/bin/python benchmarks/train.py [--data DATASET] [--steps 30] [--threads 2] [--precision-only]
 
 1. `scratch` at its default size: samples per second, and the share of each step spent
    waiting for data (target <= 10 %).
@@ -17,6 +17,13 @@
    against channels-last (what comco trains with, comco.train.loop.channels_last_convs),
    interleaved. Scratch training's cached batches are channels-last views (an NHWC array
    permuted), so there the convolutions took the channels-last kernels already.
+6. A whole step of the lab's small conv scratch model (batch 64, 64 px, context 32) in fp32
+   against bf16 autocast (what `--precision auto` trains with on a CPU that multiplies bf16
+   natively: AVX512_BF16 or AMX_BF16; comco.train.precision), interleaved, with the same
+   model and batch. On a CPU without native bf16 the bf16 line shows what emulation costs.
+7. Long-CLIP and DeBias fine-tuning steps (batch 32) of the same conv model in fp32 against
+   bf16 autocast, the precisions alternated twice: where bf16 does not pay, `auto` keeps
+   the fine-tunes in fp32.
 Without --data, a synthetic comco dataset (planner records, PIL-drawn 64 px images) is made.
 """
 
@@ -58,19 +65,22 @@ def text_side(task, batches: list[list[int]], repeats: int = 3) -> float:
     return best
 
 
-def sampler_costs(data: Path, out: Path, steps: int, device: str) -> dict:
+def sampler_costs(data: Path, out: Path, steps: int, device: str, init: Path | None = None,
+                  precision: str = "auto") -> dict:
     """Both kinds built side by side and their steps interleaved, so load on a shared
-    machine hits both alike."""
-    from test_train_fixtures import make_tiny_checkpoint
+    machine hits both alike (from a tiny checkpoint, or `init`)."""
+    from support.train import make_tiny_checkpoint
 
     from comco.train.loop import Trainer, plan_micro_batches
     from comco.train.run import build_task, make_config
 
-    init = make_tiny_checkpoint(out / "tiny.pt")
+    init = init or make_tiny_checkpoint(out / "tiny.pt")
+    options = {"keep": 8, "pca_rank": 8} if init.name != "tiny.pt" else {}
     runs = {}
     for kind in ("longclip", "debias"):
         cfg = make_config(kind, data=str(data), out=str(out / kind), init=f"ckpt:{init}", batch_size=32,
-                          steps=steps, warmup=1, quiet=True, device=device, workers=0)
+                          steps=steps, warmup=1, quiet=True, device=device, workers=0, precision=precision,
+                          options=options)
         task = build_task(cfg)
         n = task.num_samples()
         plan = [mb for s in range(steps) for mb in plan_micro_batches(cfg, s, n)]
@@ -162,6 +172,56 @@ def layout_costs(repeats: int) -> dict:
     return {name: 1000 * statistics.median(t[2:]) for name, t in times.items()}
 
 
+def precision_costs(repeats: int) -> dict:
+    """Milliseconds per training step of the lab's small conv scratch model: fp32 vs bf16 autocast
+    (the Trainer's own autocast and channels-last tower), interleaved on one model and batch."""
+    import copy
+
+    import open_clip
+    import torch
+
+    from comco.train.clip_forward import clip_features
+    from comco.train.loop import channels_last_convs
+    from comco.train.losses import contrastive_loss
+    from comco.train.scratch import initial_module
+
+    size = {"vision_tower": "conv", "vision_layers": 2, "text_layers": 2, "vision_width": 128, "text_width": 128,
+            "embed_dim": 128, "context_length": 32, "resolution": 64}
+    _, fp32 = initial_module(0, size)
+    channels_last_convs(fp32)
+    bf16 = copy.deepcopy(fp32)
+    text = open_clip.SimpleTokenizer(context_length=32)(["a torus and a cube and a cone"] * 64)
+    image = torch.randn(64, 3, 64, 64).contiguous(memory_format=torch.channels_last)
+    runs = {name: (model, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True))
+            for name, model in (("fp32", fp32), ("bf16", bf16))}
+    times = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, (model, opt) in runs.items():
+            started = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "bf16"):
+                loss = contrastive_loss(*clip_features(model, image, text))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            times[name].append(time.perf_counter() - started)
+    return {name: 1000 * statistics.median(t[2:]) for name, t in times.items()}
+
+
+def finetune_precision_costs(data: Path, out: Path, steps: int) -> dict:
+    """Milliseconds per Long-CLIP and DeBias fine-tuning step (batch 32) of the lab's small conv
+    scratch model, in fp32 and in bf16 autocast, the two precisions alternated twice."""
+    from comco.train import save_initial
+
+    size = {"vision_tower": "conv", "vision_layers": 2, "text_layers": 2, "vision_width": 128, "text_width": 128,
+            "embed_dim": 128, "context_length": 32, "resolution": 64, "patch_size": 8}
+    init = save_initial(out / "conv.pt", 0, size)
+    times: dict[str, dict[str, list]] = {p: {"longclip": [], "debias": []} for p in ("fp32", "bf16")}
+    for i, p in enumerate(("fp32", "bf16", "fp32", "bf16")):
+        for kind, c in sampler_costs(data, out / f"{p}{i}", steps, "cpu", init=init, precision=p).items():
+            times[p][kind].append(c["step_ms"])
+    return {p: {kind: statistics.mean(v) for kind, v in k.items()} for p, k in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, help="a rendered comco dataset (default: a synthetic one)")
@@ -169,15 +229,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--device", default="cpu", help="cpu or cuda (AMP bf16 there)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--precision-only", action="store_true", help="only section 6: fp32 against bf16 autocast")
     args = parser.parse_args()
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.precision_only:
+        work = Path(tempfile.mkdtemp(prefix="comco-bench-train-"))
+        from support.train import make_dataset
+
+        data = args.data or make_dataset(work / "data", n=args.n, resolution=64, objects=(2, 3, 4))
+        tune = finetune_precision_costs(data, work, max(8, args.steps // 3))
+        print_precision(precision_costs(max(12, args.steps)), tune, torch)
+        return
     work = Path(tempfile.mkdtemp(prefix="comco-bench-train-"))
     data = args.data
     if data is None:
-        from test_train_fixtures import make_dataset
+        from support.train import make_dataset
 
         data = make_dataset(work / "data", n=args.n, resolution=64, objects=(2, 3, 4))
     scratch = scratch_speed(data, work / "scratch", args.steps, args.device)
@@ -186,6 +255,8 @@ def main() -> None:
     opt = optimizer_costs(max(12, args.steps))
     cut = trimmed_costs(max(12, args.steps))
     layout = layout_costs(max(12, args.steps))
+    prec = precision_costs(max(12, args.steps))
+    tune = finetune_precision_costs(data, work / "precision", max(8, args.steps // 3))
     where = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} CPU threads"
     print(f"torch {torch.__version__}, {where}, data {data}")
     print(f"{'measure':44s} {'value':>12s} {'target':>10s}")
@@ -206,6 +277,24 @@ def main() -> None:
     print(f"{'conv scratch step, NCHW tower ms':44s} {layout['nchw']:12.1f}")
     print(f"{'conv scratch step, channels-last (comco) ms':44s} {layout['channels_last']:12.1f}")
     print(f"{'  NCHW / channels-last':44s} {layout['nchw'] / layout['channels_last']:11.2f}x")
+    print_precision(prec, tune, torch)
+
+
+def print_precision(prec: dict, tune: dict, torch) -> None:
+    from comco.lab.stages import _cpu_name
+    from comco.train.precision import BF16_FLAGS, cpu_flags, cpu_precision
+
+    native = [f for f in BF16_FLAGS if f in cpu_flags()]
+    print(f"{_cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} thread(s); native bf16 flags: "
+          f"{', '.join(native) or 'none'}; --precision auto trains a scratch CLIP in {cpu_precision('auto')} here "
+          f"(fine-tunes and LABCLIP in {cpu_precision('auto', kind='debias')})")
+    print(f"{'small conv scratch step, fp32 ms':44s} {prec['fp32']:12.1f}")
+    print(f"{'small conv scratch step, bf16 autocast ms':44s} {prec['bf16']:12.1f}")
+    print(f"{'  fp32 / bf16':44s} {prec['fp32'] / prec['bf16']:11.2f}x")
+    for kind in ("longclip", "debias"):
+        print(f"{f'conv {kind} fine-tune step, fp32 ms':44s} {tune['fp32'][kind]:12.1f}")
+        print(f"{f'conv {kind} fine-tune step, bf16 autocast ms':44s} {tune['bf16'][kind]:12.1f}")
+        print(f"{'  fp32 / bf16':44s} {tune['fp32'][kind] / tune['bf16'][kind]:11.2f}x")
 
 
 if __name__ == "__main__":

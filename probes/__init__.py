@@ -13,4 +13,6 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "MAX_BOOTSTRAP": "stats", "check_aggregate": "aggregate",
     "caption_retrieval": "caption_retrieval", "development_point": "development",
     "GATE_FIGURES": "gates", "gate_figures": "gates", "gate_passes": "gates", "ior_present_only": "gates",
+    "near_ties": "retrieval", "mostly_ties": "retrieval", "MOSTLY": "retrieval", "NO_PREFERENCE": "retrieval",
+    "TIE_RULE": "retrieval",
 })

@@ -196,6 +196,12 @@ class Embedder:
             return np.zeros((0, 0), np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
+    @property
+    def resolution(self) -> np.dtype:
+        """The float type the embeddings were computed in, whose rounding a score carries
+        (comco.probes.retrieval.near_ties): float16 under a GPU's autocast, else float32."""
+        return np.dtype(np.float16 if str(self.m.device).startswith("cuda") else np.float32)
+
     def label(self, kind: str, count: int) -> str:
         """"TOR: embedding 616 captions (template and)": the task, the count and what they are."""
         return f"{self.task + ': ' if self.task else ''}embedding {count} {self.what or kind + 's'}"

@@ -14,7 +14,8 @@ wrong detail changes nothing else:
 - wrong count: "two" of an object the image holds once ("two cubes").
 The object that takes a wrong colour or count and the absent object are drawn per image with
 its own seeded generator. A trial is won when the image is strictly closer to the correct
-caption (a tie is lost); chance is 50 %. The bootstrap resamples images.
+caption (a tie, within float resolution: retrieval.tie_tolerance, is lost); chance is 50 %.
+The bootstrap resamples images.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 from comco.plan import captions
 from comco.probes.embed import named
 from comco.probes.report import ALL_COUNTS
+from comco.probes.retrieval import resolution, tie_tolerance
 from comco.probes.stats import accuracy
 
 KINDS = ("absent object", "wrong colour", "wrong relation", "wrong count")
@@ -106,8 +108,11 @@ def half_truth(data, embedder, template, *, n_boot: int, seed: int) -> list[dict
                 continue
             good = np.einsum("ij,ij->i", images[t[:, 0]], text_emb[t[:, 1]])
             bad = np.einsum("ij,ij->i", images[t[:, 0]], text_emb[t[:, 2]])
-            ties += int((good == bad).sum())
-            stat = accuracy(good > bad, [recs[k]["id"] for k in t[:, 0]], chance=0.5, n_boot=n_boot, seed=seed + r)
+            # a difference within float resolution is a tie, and a tie is no decision (a miss)
+            tied = np.abs(good.astype(np.float64) - bad) <= tie_tolerance(np.maximum(good, bad), resolution(embedder))
+            ties += int(tied.sum())
+            stat = accuracy((good > bad) & ~tied, [recs[k]["id"] for k in t[:, 0]], chance=0.5, n_boot=n_boot,
+                            seed=seed + r)
             metric.append({"role": kind, **stat})
         where = ALL_COUNTS if n is None else f"{n} objects"
         groups.append({"key": f"{template.name}, {where}", "template": template.name, "n_objects": n,

@@ -13,7 +13,7 @@ import numpy as np
 
 from comco.probes import texts
 from comco.probes.embed import named
-from comco.probes.retrieval import cosine, role_retrieval, size_labels
+from comco.probes.retrieval import cosine, resolution, role_retrieval, size_labels
 from comco.record import measured_ranks
 
 SLOT_ORDER = ["M", "UL", "UR", "BL", "BR"]
@@ -49,7 +49,7 @@ def ior(data, embedder, *, n_boot: int, seed: int) -> tuple[list[dict], list[dic
         sim = cosine(images[[row[r["id"]] for r in recs]], gallery)
         ids = [r["id"] for r in recs]
         targets = np.array([_rank_targets(r, lambda o: index[key(o)]) for r in recs])
-        res = role_retrieval(sim, targets, size_labels(n), ids, n_boot=n_boot, seed=seed)
+        res = role_retrieval(sim, targets, size_labels(n), ids, n_boot=n_boot, seed=seed, dtype=resolution(embedder))
         by_size.append({"key": f"{n} objects", "n_objects": n, "skipped": skipped, **res})
         slots = [s for s in SLOT_ORDER if any(o["slot"] == s for r in recs for o in r["objects"])]
         roles = [f"{s}/{size}" for s in slots for size in ("large", "small")]
@@ -57,7 +57,7 @@ def ior(data, embedder, *, n_boot: int, seed: int) -> tuple[list[dict], list[dic
         for i, r in enumerate(recs):
             for o, rank in zip(r["objects"], measured_ranks(r)):
                 targets[i, roles.index(f"{o['slot']}/{'large' if rank == 0 else 'small'}")] = index[key(o)]
-        res = role_retrieval(sim, targets, roles, ids, n_boot=n_boot, seed=seed)
+        res = role_retrieval(sim, targets, roles, ids, n_boot=n_boot, seed=seed, dtype=resolution(embedder))
         by_slot.append({"key": f"{n} objects, by slot", "n_objects": n, "skipped": skipped, **res})
     return by_size, by_slot
 
@@ -73,7 +73,8 @@ def i2tor(data, embedder, template, *, n_boot: int, seed: int) -> list[dict]:
     for n, recs in _by_count(data.records).items():
         sim = cosine(images[[row[r["id"]] for r in recs]], gallery)
         targets = np.array([_rank_targets(r, lambda o: index[o["name"]]) for r in recs])
-        res = role_retrieval(sim, targets, size_labels(n), [r["id"] for r in recs], n_boot=n_boot, seed=seed)
+        res = role_retrieval(sim, targets, size_labels(n), [r["id"] for r in recs], n_boot=n_boot, seed=seed,
+                             dtype=resolution(embedder))
         groups.append({"key": f"{template.name}, {n} objects", "template": template.name,
                        "n_objects": n, "skipped": 0, **res})
     return groups

@@ -34,6 +34,7 @@ from comco.probes.report import (
     units,
 )
 from comco.probes.report import tables as probe_tables
+from comco.probes.retrieval import NO_PREFERENCE, TIE_RULE
 from comco.report.document import Doc
 from comco.report.published import COMCO, published_biases, published_model
 
@@ -177,9 +178,11 @@ def _bias_table(doc: Doc, results: dict, head: dict, indices: list[BiasIndex]) -
           "object; **large-object bias**: the same for IOR (image against single-object renders) and the largest "
           "object by measured pixels. *Raw top-1* is that object's top-1 rate over all queries. % with a bootstrap "
           "95 % interval over images (over tuples with --text-only); chance is 1 / n for a share and 1 / gallery for a "
-          "raw rate." + (" The *per-object texts* row is the same first-mention share with every text embedded as the "
-                        "mean of its objects' phrase embeddings (--text-aggregate per-object, ComCO's mitigation)."
-                        if any(ix in AGGREGATED_INDICES for ix in indices) else ""))
+          f"raw rate. Ties are ties: {TIE_RULE}; a cell whose queries are mostly such ties reads "
+          f"\"{NO_PREFERENCE}\" instead of a number."
+          + (" The *per-object texts* row is the same first-mention share with every text embedded as the "
+             "mean of its objects' phrase embeddings (--text-aggregate per-object, ComCO's mitigation)."
+             if any(ix in AGGREGATED_INDICES for ix in indices) else ""))
     rows, notes, dashes = [], [], Dashes()
     for m in results["models"]:
         match = published_model(m["name"], m.get("pretrained"), m.get("identity", ""))

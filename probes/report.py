@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from comco.probes.retrieval import NO_PREFERENCE, TIE_RULE, mostly_ties
 from comco.report.plots import interval_bars, pyplot, save
 from comco.report.published import published_rows
 from comco.report.tables import MIN_TRIALS, Dashes, markdown_table, md_line, md_text, too_few, units
@@ -119,6 +120,8 @@ def cell(stat: dict | None, dashes: Dashes, *, of: int | None = None, missing: s
     if stat is None:
         return dashes.dash(missing)
     v, n = value(stat), stat.get("n")
+    if mostly_ties(stat.get("ties"), n):  # the top-1s were rounding (comco.probes.retrieval.near_ties)
+        return f"{NO_PREFERENCE} ({stat['ties']} of {stat['ties'] + (n or 0)} near-ties)"
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return dashes.dash(f"0 of {of} kept: {NO_KEPT}" if of else f"no {unit}")
     return too_few(n, of, unit, stat.get("clusters")) or fmt(stat)
@@ -208,7 +211,10 @@ def cells_note(probe: str) -> str:
     """What a cell holds; the pair probe's bootstrap resamples pairs, the others' images."""
     unit = "pairs" if base_probe(probe)[0] == "pairs" else "images"
     what = "% (mean position: a place, 1 = named first)" if probe == "mention" else "%"
-    return f"Cells: {what} with a bootstrap 95 % interval over {unit}; n = trials per cell (min-max over columns)."
+    ties = (f" Retrieval shares: {TIE_RULE}; their count is in `ties`, and a cell mostly of them reads "
+            f"\"{NO_PREFERENCE}\"." if base_probe(probe)[0] in ("tor", "ior", "i2tor") else "")
+    return (f"Cells: {what} with a bootstrap 95 % interval over {unit}; n = trials per cell (min-max over "
+            f"columns).{ties}")
 
 
 def markdown(probe: str, tabs: list[dict], results: dict) -> str:

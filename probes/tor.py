@@ -18,7 +18,7 @@ import numpy as np
 
 from comco.probes import texts
 from comco.probes.embed import named
-from comco.probes.retrieval import ORDINALS, cosine, role_retrieval
+from comco.probes.retrieval import ORDINALS, cosine, resolution, role_retrieval
 from comco.probes.words import first_sentence, mention_sequence
 
 GALLERIES = {"names": "bare-name gallery", "template": "template gallery"}
@@ -75,7 +75,7 @@ def tor_dataset(data, embedder, template_names: list[str], *, n_boot: int, seed:
             with named(embedder, f"{n}-object captions (template {tname})"):
                 emb = embedder.texts(queries[n])
             res = role_retrieval(cosine(emb, gallery_emb), np.array(targets[n]), ORDINALS[:n], clusters[n],
-                                 n_boot=n_boot, seed=seed)
+                                 n_boot=n_boot, seed=seed, dtype=resolution(embedder))
             groups.append({"key": f"{tname}, {n} objects, {GALLERIES[gallery]}", "template": tname, "n_objects": n,
                            "tor_gallery": gallery, "skipped": skipped, **res})
     return groups
@@ -96,7 +96,7 @@ def tor_text_only(names: list[str], object_set, embedder, template, counts: list
         with named(embedder, f"{n}-object tuples' captions (template {template.name})"):
             emb = embedder.texts(caps)
         res = role_retrieval(cosine(emb, gallery_emb), tup, ORDINALS[:n], np.arange(len(tup)),
-                             n_boot=n_boot, seed=seed)
+                             n_boot=n_boot, seed=seed, dtype=resolution(embedder))
         listed = f" of {names_label}" if names_label else ""
         groups.append({"key": f"text-only {template.name}, {n} objects, {GALLERIES[gallery]}{listed}",
                        "template": template.name, "n_objects": n, "tor_gallery": gallery, "skipped": 0, **res})

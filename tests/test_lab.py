@@ -106,9 +106,12 @@ def test_the_report_opens_with_its_findings_and_says_where_the_numbers_were_made
     assert "<a href='#" in page
     # where the numbers were made: every training and probe stage recorded its machine
     made = results["where_made"]
-    assert "bit-reproducible on the same kind of machine" in made["reproducible"]
-    assert "not across CPU types" in md
+    assert "bit-identical" in made["reproducible"] and "across machines is the verdicts" in made["reproducible"]
+    assert "what carries across machines is the verdicts" in md
     recorded = [m for m in made["machines"] if m.get("recorded") is not False]
+    # what tells two runs apart (issue 39): CPU flags, torch build, thread counts, precision
+    assert all(m["cpu_flags"] and m["torch_build"]["sha"] and m["precision"] in ("fp32", "bf16") for m in recorded)
+    assert "precision fp32" in md and "torch build" in md
     # 6 trainings from scratch (4 order-bias, 2 colour bases), 10 fine-tunes, 2 LABCLIP maps, 16 probes
     assert recorded and sum(m["stages"] for m in recorded) == 34
     import torch

@@ -136,22 +136,43 @@ def near_tie(names: dict[str, float]) -> np.ndarray:
     return v
 
 
-def test_gates_compare_similarities_in_float64_like_the_other_probes():
-    """Float32 embeddings whose similarities differ only past float32's precision: every gate must
-    still tell the right caption, name and render from the wrong one (ties would fail them)."""
-    data = planned_data(n=24, objects=(3, 4))
+def planted_near_ties(data, lean: float):
+    """Images, captions, names and renders embedded as near_tie: the right candidate scores above
+    the wrong ones by `lean` x 2^-30 (float32 cannot hold that) or by more."""
     table, largest = {}, {}
     for r in data.records:
-        table[r["image"]] = near_tie({o["name"]: 1.0 for o in r["objects"]})
-        largest[r["image"]] = near_tie({o["name"]: 1.0 for o, k in zip(r["objects"], measured_ranks(r)) if k == 0})
+        table[r["image"]] = near_tie({o["name"]: lean for o in r["objects"]})
+        largest[r["image"]] = near_tie({o["name"]: lean for o, k in zip(r["objects"], measured_ranks(r)) if k == 0})
     for s in data.singles:
         table[s["image"]] = largest[s["image"]] = near_tie({s["name"]: 1.0})
-    embedder = FakeEmbedder(lambda t: near_tie({n: 1.0 for n in mention_sequence(t, SET.names)}),
+    embedder = FakeEmbedder(lambda t: near_tie({n: lean for n in mention_sequence(t, SET.names)}),
                             lambda p: table[str(p)])
+    return embedder, FakeEmbedder(embedder.text_fn, lambda p: largest[str(p)])
+
+
+def test_a_gate_decided_below_float32_resolution_is_a_tie_and_counts_as_a_miss():
+    """Similarities that differ only past float32's precision (2^-30, where the embeddings are
+    float32) are near-ties: no gate may read them as a decision. Each figure counts them in
+    `ties` and as misses, so the gates fail; the present-only IOR leaves them out."""
+    data = planned_data(n=24, objects=(3, 4))
+    embedder, leaning = planted_near_ties(data, 1.0)
     figs = gate_figures(data, embedder, "and", n_boot=20, seed=0)
     for name in ("set R@1", "swap largest", "swap small", "presence TOR", "presence IOR"):
-        assert value(figs[name]) == 1.0, name
-    # present only: each image leans to its largest object by 2^-30 alone
-    leaning = FakeEmbedder(embedder.text_fn, lambda p: largest[str(p)])
+        assert value(figs[name]) == 0.0 and figs[name]["ties"] == figs[name]["n"] > 0, name
+    ok, failed = gate_passes(figs, THRESHOLDS)
+    assert not ok and {"set R@1", "presence TOR", "presence IOR"} <= set(failed)
+    # present only: each image leans to its largest object by 2^-30 alone: all ties, none counted
     groups = ior_present_only(data, leaning, n_boot=20, seed=0)
-    assert groups and all(g["metrics"]["present_only"][0]["acc"] == 1.0 for g in groups)
+    assert groups and all(g["ties"] == g["queries"] and g["metrics"]["present_only"][0]["n"] == 0 for g in groups)
+
+
+def test_a_gate_decided_well_above_float32_resolution_is_read():
+    """The same planted embeddings with the right candidate ahead by at least 2^13 x 2^-30 (about
+    7.6e-6, 64 float32 ulps near 1): decisions, read as before, with no ties."""
+    data = planned_data(n=24, objects=(3, 4))
+    embedder, leaning = planted_near_ties(data, 2.0 ** 13)
+    figs = gate_figures(data, embedder, "and", n_boot=20, seed=0)
+    for name in ("set R@1", "swap largest", "swap small", "presence TOR", "presence IOR"):
+        assert value(figs[name]) == 1.0 and figs[name]["ties"] == 0, name
+    groups = ior_present_only(data, leaning, n_boot=20, seed=0)
+    assert groups and all(g["metrics"]["present_only"][0]["acc"] == 1.0 and g["ties"] == 0 for g in groups)

@@ -34,15 +34,26 @@ def resolve_device(name: str) -> str:
     return check_device(name)
 
 
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """None means full fp32. AMP only on GPUs: CPU autocast is slower for these models."""
-    if device.type != "cuda" or precision == "fp32":
+def autocast_dtype(precision: str, device: torch.device, kind: str = "scratch") -> torch.dtype | None:
+    """None means full fp32. On a GPU `auto` is bf16 where it has it, fp16 elsewhere; on a CPU
+    bf16 for a scratch training where the CPU multiplies it natively, fp32 otherwise
+    (comco.train.precision)."""
+    if precision == "fp32":
         return None
+    if device.type != "cuda":
+        from comco.train.precision import cpu_precision
+
+        return torch.bfloat16 if cpu_precision(precision, kind=kind) == "bf16" else None
     if precision == "fp16":
         return torch.float16
     if precision == "bf16" or torch.cuda.is_bf16_supported():
         return torch.bfloat16
     return torch.float16
+
+
+def precision_name(dtype: torch.dtype | None) -> str:
+    """What a run records as its precision: fp32, or the autocast dtype's short name."""
+    return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
 
 
 def make_optimizer(groups: list[dict], cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -116,7 +127,7 @@ class Trainer:
         note = short_warmup(cfg.warmup, self.total_steps, cfg.lr)
         if note and distributed.is_main() and not cfg.quiet:
             print(f"comco: {note}", file=sys.stderr)
-        self.amp_dtype = autocast_dtype(cfg.precision, self.device)
+        self.amp_dtype = autocast_dtype(cfg.precision, self.device, cfg.kind)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.step = 0
         from comco.train.snapshots import snapshot_steps
@@ -131,6 +142,7 @@ class Trainer:
             rng["cuda"] = torch.cuda.get_rng_state_all()
         return {
             "config": self.cfg.to_dict(), "config_hash": self.cfg.identity_hash(), "step": self.step,
+            "precision": precision_name(self.amp_dtype),
             "total_steps": self.total_steps, "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": rng,
             # captions and pads are drawn from generators derived from (seed, epoch, sample),
@@ -280,7 +292,8 @@ class Trainer:
             ) from None
         finally:
             _close(batches)
-        summary = {"step": self.step, "total_steps": self.total_steps, "last": last}
+        summary = {"step": self.step, "total_steps": self.total_steps, "last": last,
+                   "precision": precision_name(self.amp_dtype)}
         if self.step >= self.total_steps:
             summary["checkpoint"] = str(self.save(FINAL_NAME))
             summary.update(self.task.finish(self.out) or {})

@@ -35,7 +35,7 @@ Lr = Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate.")
 WeightDecay = Annotated[Optional[float], typer.Option("--weight-decay", help="Decoupled weight decay.")]
 Warmup = Annotated[Optional[int], typer.Option(help="Linear warm-up steps before the cosine decay.")]
 LabelSmoothing = Annotated[Optional[float], typer.Option("--label-smoothing", help="Label smoothing of the contrastive loss.")]
-Precision = Annotated[str, typer.Option(help="auto (bf16 on GPUs that have it), fp32, bf16 or fp16.")]
+Precision = Annotated[str, typer.Option(help="auto (bf16 autocast on GPUs that have it and on CPUs that multiply bf16 natively: avx512_bf16 or amx_bf16; else fp32 on a CPU), fp32, bf16 or fp16 (GPU only).")]
 Device = Annotated[str, typer.Option(help="auto (cuda when there is one), cpu, cuda or cuda:N.")]
 Workers = Annotated[Optional[int], typer.Option(help="Data-loading processes (scratch: -1 = 2 on a GPU, 0 on CPUs).")]
 CheckpointEvery = Annotated[Optional[int], typer.Option("--checkpoint-every", help="Save checkpoint.pt every N steps.")]

@@ -190,6 +190,13 @@ class _Parts:
         self.data, self.render, self.sc, self.ft, self.probe, self.lab = (
             s[k] for k in ("data", "render", "scratch", "finetune", "probe", "labclip"))
         self.device = s["run"]["device"]
+        # the trainings' precision, resolved here on the driver (part of each stage's hash): on a
+        # CPU by this machine's flags and the training's kind (comco.train.precision: auto is bf16
+        # for the scratch trainings where the CPU has native bf16, fp32 otherwise); on a GPU, or a
+        # device chosen at run time, by the trainer. A stage whose precision is what every stage
+        # had before the key (fp32 on a CPU, the trainer's auto elsewhere) carries none: same hash.
+        self.precision = {kind: self._precision(s["run"].get("precision", "auto"), kind)
+                          for kind in ("scratch", "finetune", "labclip")}
         render, sc, probe = self.render, self.sc, self.probe
         self.plan_common = plan_settings(s)  # layout, large_slot, ... resolution: the planning options the recipe keys
         self.render_opts = {"preset": render["preset"], "workers": render["workers"], "device": render["device"]}
@@ -208,6 +215,14 @@ class _Parts:
                           "tor_templates": probe["tor_templates"], "batch_size": probe["batch_size"],
                           "device": self.device,
                           "tor_gallery": "names"}  # ComCO's bare-name gallery (part of the hash: numbers differ)
+
+    def _precision(self, requested: str, kind: str) -> dict:
+        if self.device == "cpu":
+            from comco.train import cpu_precision
+
+            resolved = cpu_precision(requested, kind=kind)
+            return {} if resolved == "fp32" else {"precision": resolved}
+        return {} if requested == "auto" else {"precision": requested}
 
     def _render(self, role: str, objects, n: int, seed: int, captions, colors: bool, singles: bool,
                 **plan) -> Stage:
@@ -291,7 +306,7 @@ class _Parts:
         sc = self.sc
         return {"seed": seed, "batch_size": sc["batch_size"], "lr": sc["lr"], "warmup": sc["warmup"],
                 "weight_decay": sc["weight_decay"], "device": self.device, **self._size(variant),
-                **self.shared_training}
+                **self.shared_training, **self.precision["scratch"]}
 
     def scratch(self, probes: bool, analyses: bool) -> list[Stage]:
         out = []
@@ -334,7 +349,8 @@ class _Parts:
                     "kind": v["kind"], "variant": v["name"], "seed": seed, "steps": ft["steps"],
                     "batch_size": ft["batch_size"], "lr": ft["lr"], "warmup": ft["warmup"],
                     "weight_decay": ft["weight_decay"], "device": self.device, "options": options,
-                    "adam_betas": [0.9, 0.999], "adam_eps": 1e-8},  # the papers' code's AdamW
+                    "adam_betas": [0.9, 0.999], "adam_eps": 1e-8,  # the papers' code's AdamW
+                    **self.precision["finetune"]},
                     model=scratch_key(self.oset, p, seed), data=captions_key("train", self.oset, p)))
                 if probes:
                     out.append(self._probe(key, p, True, self.probe["analyses"] if analyses else []))
@@ -348,6 +364,6 @@ class _Parts:
                               data=captions_key("colors", self.oset, lab["order_bias"])))
             out.append(_stage(labclip_key(self.oset, seed), {
                 "seed": seed, "steps": lab["steps"], "batch_size": lab["batch_size"], "lr": lab["lr"],
-                "device": self.device, "bootstrap": self.probe["bootstrap"]},
+                "device": self.device, "bootstrap": self.probe["bootstrap"], **self.precision["labclip"]},
                 model=base, data=render_key("colors", self.oset)))
         return out

@@ -317,7 +317,10 @@ SCHEMA: dict[str, dict[str, Callable]] = {
                 "lr": _float(0.0, 1.0, open_lo=True), "base_images": _int(4, MAX_IMAGES),
                 "base_steps": _int(1, MAX_STEPS)},
     "run": {"jobs": _int(0, 256), "threads": _int(0, 256), "device": _choice(DEVICES),
-            "executor": _choice(EXECUTORS), "slurm": _slurm_table, "node": _node_table},
+            "executor": _choice(EXECUTORS), "slurm": _slurm_table, "node": _node_table,
+            # the trainings' float precision (comco.train.precision): auto = bf16 autocast where the
+            # CPU multiplies bf16 natively (or on a GPU), fp32 elsewhere; fp32 or bf16 force one
+            "precision": _choice(("auto", "fp32", "bf16"))},
     # competence gates: the least value of each figure a model must reach on the held-out
     # test set before any of its numbers enters a fit, a comparison or a paragraph
     "gates": {"set_r1": _float(0.0, 1.0), "swap_largest": _float(0.0, 1.0), "swap_small": _float(0.0, 1.0),
@@ -333,6 +336,8 @@ ORIGINS = {
                 "checkpoint_spacing": "even", "logit_scale": None},
     "probe": {"development": False},
     "gates": {"caption_r1": None},
+    # issue 39: the trainings' precision (comco.train.precision); left out, auto
+    "run": {"precision": "auto"},
 }
 SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional")),
                           "text_pool": _choice(("mean", "first")), "objective": _choice(tuple(OBJECTIVES)),

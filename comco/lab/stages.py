@@ -42,25 +42,85 @@ def execute(kind: str, config: dict, deps: dict[str, str], out: str, threads: in
           "labclip": labclip, "probe": probe}[kind]
     summary = fn(config, dep_paths, out_path)
     if kind in ("scratch", "finetune", "labclip", "probe"):
-        summary["machine"] = machine(config)
+        summary["machine"] = provenance(config, summary)
     return summary
 
 
+def provenance(config: dict, summary: dict) -> dict:
+    """machine() with the float precision the stage's numbers were computed in: a training's
+    autocast (as the trainer resolved it, in its summary), a probe's embeddings (fp32 on a CPU,
+    fp16 autocast on a GPU: comco.probes.embed)."""
+    out = machine(config)
+    out["precision"] = summary.get("precision") or ("fp32" if out["device"] == "cpu" else "fp16")
+    return out
+
+
+# environment variables that change which kernels run or how many threads split a sum
+NUMERIC_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+               "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "CUBLAS_WORKSPACE_CONFIG")
+# the CPU flags that decide the kernels torch, oneDNN and MKL pick (vector widths, bf16/int8 units)
+KERNEL_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "asimd", "sve", "sve2", "bf16")
+
+
 def machine(config: dict) -> dict:
-    """Where a stage's numbers were made. Training and probing are bit-reproducible on the
-    same kind of machine, not across CPU types: torch picks its kernels by the CPU's
-    capability (AVX2, AVX512, ...), and a trained model's small differences grow."""
+    """Where a stage's numbers were made: enough to tell two runs apart. Training and probing
+    are bit-reproducible on one machine (the same CPU model and flags, library builds, thread
+    counts and precision), not across CPU types: torch, oneDNN and MKL pick their kernels by the
+    CPU's flags, a sum split over another number of threads rounds differently, and a trained
+    model's small differences grow (docs/reference/reproducibility.md)."""
     import platform
 
     import torch
 
+    from comco.train import cpu_flags
+
     device = _device(config)
+    flags = cpu_flags()
     out = {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-           "threads": torch.get_num_threads(), "device": device, "cpu": _cpu_name(),
-           "machine": platform.machine()}
+           "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
+           "device": device, "cpu": _cpu_name(), "machine": platform.machine(),
+           "cpu_flags": " ".join(f for f in KERNEL_FLAGS if f in flags) or "unknown",
+           "cpu_flags_sha": hashlib.sha256(" ".join(flags).encode()).hexdigest()[:16] if flags else None,
+           "torch_build": torch_build(), "numpy_blas": _numpy_blas(),
+           "env": {k: os.environ[k] for k in NUMERIC_ENV if k in os.environ}}
     if device == "cuda":
         out["gpu"] = torch.cuda.get_device_name()
     return out
+
+
+def torch_build() -> dict:
+    """torch's build as torch.__config__.show() gives it: BLAS and LAPACK, the MKL and oneDNN
+    versions, the commit, and a digest of the whole text (any other difference shows there)."""
+    import torch
+
+    text = torch.__config__.show()
+    out = {"sha": hashlib.sha256(text.encode()).hexdigest()[:16]}
+    for line in text.splitlines():
+        line = line.strip(" -")
+        if "Math Kernel Library Version" in line:
+            out["mkl"] = line.split("Version", 1)[1].split("for", 1)[0].strip()
+        elif line.startswith(("Intel(R) MKL-DNN", "oneDNN")):
+            words = line.split()  # "Intel(R) MKL-DNN v3.12.0 (Git Hash ...)" or "oneDNN v3.12.0 ..."
+            out["onednn"] = words[2 if line.startswith("Intel") else 1] if len(words) > 2 else words[-1]
+        elif line.startswith("Build settings:"):
+            for item in line.split(":", 1)[1].split(", "):
+                key, _, value = item.partition("=")
+                names = {"BLAS_INFO": "blas", "LAPACK_INFO": "lapack", "COMMIT_SHA": "commit"}
+                if key.strip() in names:
+                    out[names[key.strip()]] = value.strip()
+    return out
+
+
+def _numpy_blas() -> str:
+    """numpy's BLAS (the probes' cosines and the bootstrap run through it)."""
+    import numpy as np
+
+    try:
+        blas = (np.show_config(mode="dicts") or {}).get("Build Dependencies", {}).get("blas", {})
+    except (TypeError, ValueError, AttributeError):  # numpy < 1.25 prints only
+        return "unknown"
+    return f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()
 
 
 def _cpu_name() -> str:
@@ -203,9 +263,11 @@ def _train(kind: str, out: Path, data: Path, config: dict, options: dict, **extr
 
     checkpoint = out / "checkpoint.pt"
     steps = config["steps"]
+    # no precision in the config: what every stage trained in before the key (comco.lab.graph)
+    precision = config.get("precision", "fp32" if _device(config) == "cpu" else "auto")
     cfg = make_config(kind, data=str(data), out=str(out), seed=config["seed"], steps=steps,
                       batch_size=config["batch_size"], lr=config["lr"], device=config["device"],
-                      checkpoint_every=max(1, steps // 3), quiet=True,
+                      checkpoint_every=max(1, steps // 3), quiet=True, precision=precision,
                       resume=str(checkpoint) if checkpoint.is_file() else None, options=options, **extra)
     t0 = time.perf_counter()
     summary = run_training(cfg)
@@ -213,6 +275,7 @@ def _train(kind: str, out: Path, data: Path, config: dict, options: dict, **extr
     checkpoint.unlink(missing_ok=True)
     last = summary.get("last") or {}
     return {"steps": summary["step"], "loss": last.get("loss"), "train_seconds": time.perf_counter() - t0,
+            "precision": summary.get("precision"),
             "model": "model.pt", "data_config_hash": json.loads((data / "dataset.json").read_text())["config_hash"],
             **{k: summary[k] for k in ("binding_before", "binding_after", "n_train", "n_test") if k in summary}}
 
@@ -281,8 +344,11 @@ def _device(config: dict) -> str:
 
 def _stat(s: dict) -> dict:
     v = s.get("acc", s.get("mean"))
-    return {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "clusters": s.get("clusters"),
-            "chance": s.get("chance")}
+    out = {"role": s["role"], "value": v, "lo": s["lo"], "hi": s["hi"], "n": s["n"], "clusters": s.get("clusters"),
+           "chance": s.get("chance")}
+    if s.get("ties") is not None:  # queries decided by rounding, left out of n (comco.probes.retrieval.near_ties)
+        out["ties"] = s["ties"]
+    return out
 
 
 def _groups(groups: list[dict]) -> dict:
@@ -292,7 +358,8 @@ def _groups(groups: list[dict]) -> dict:
         out[str(g["n_objects"])] = {
             "unconditional": [_stat(s) for s in g["metrics"]["unconditional"]],
             "conditional": [_stat(s) for s in g["metrics"]["conditional"]],
-            "kept": g.get("kept_conditional"), "queries": g.get("queries"), "skipped": g.get("skipped", 0)}
+            "kept": g.get("kept_conditional"), "queries": g.get("queries"), "skipped": g.get("skipped", 0),
+            "ties": g.get("ties", 0)}
     return out
 
 

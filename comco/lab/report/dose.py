@@ -6,7 +6,19 @@ from __future__ import annotations
 from comco.lab.keys import prior_key, probe_key, scratch_key
 from comco.lab.report.context import SetContext
 from comco.lab.report.figures import dose_plot
-from comco.lab.report.stats import ORD, counted, metric, num, pct, slope, summarize, thin
+from comco.lab.report.stats import (
+    ORD,
+    counted,
+    metric,
+    no_preference,
+    num,
+    pct,
+    slope,
+    summarize,
+    thin,
+    tie_note,
+    tie_summary,
+)
 from comco.lab.report.verdict import DOWN, NEITHER, SLOPE_WIDE, UP, judge, loo_sentence
 from comco.report import MIN_TRIALS, Dashes
 
@@ -42,9 +54,11 @@ def per_seed(probes: dict, p: float, seeds: list, family: str, n: str, template:
 
 def seed_summary(probes: dict, p: float, seeds: list, family: str, n: str, template: str | None, idx: int,
                  field: str = "share", bounds=(0.0, 1.0)) -> dict:
-    """Mean and interval across the seeds' models at p, with the fewest trials a model's figure came from."""
-    return counted(summarize(per_seed(probes, p, seeds, family, n, template, idx, field), bounds),
-                   per_seed(probes, p, seeds, family, n, template, idx, "n"))
+    """Mean and interval across the seeds' models at p, with the fewest trials a model's figure came
+    from and how many of them rest mostly on near-ties (those give no number)."""
+    return tie_summary(counted(summarize(per_seed(probes, p, seeds, family, n, template, idx, field), bounds),
+                               per_seed(probes, p, seeds, family, n, template, idx, "n")),
+                       [metric(probes.get((p, seed), {}), family, n, template) for seed in seeds])
 
 
 def answerable(probes: dict, ps: list, seeds: list, need: int) -> tuple[bool, str]:
@@ -56,12 +70,13 @@ def answerable(probes: dict, ps: list, seeds: list, need: int) -> tuple[bool, st
 
 def prior_stat(prior: list, family: str, n: str, template: str | None, idx: int, field: str = "share",
                bounds=(0.0, 1.0)) -> dict:
-    vals, trials = [], []
+    vals, trials, models = [], [], []
     for r in prior:
         m = metric(r, family, n, template)
+        models.append(m)
         vals.append(None if m is None or idx >= len(m[field]) else m[field][idx])
         trials.append(None if m is None or idx >= len(m["n"]) else m["n"][idx])
-    return counted(summarize(vals, bounds), trials)
+    return tie_summary(counted(summarize(vals, bounds), trials), models)
 
 
 def xy(probes: dict, ps: list, seeds: list, family: str, n: str, template: str | None, idx: int):
@@ -156,7 +171,7 @@ def dose_sections(c: SetContext, probes: dict, counts: list[int], prior: list) -
             jp = judge_prior(c, prior, "tor", key, "and", 1 / n)
             numbers[f"tor_{n}"]["prior_verdict"] = jp.to_dict()
             c.find(f"Does the untrained architecture already favour the first mention (TOR, {n} objects)?",
-                   f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %", jp)
+                   no_preference(pr) or f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %{tie_note(pr)}", jp)
     _ior_sections(c, probes, prior, gate, numbers)
     _sensitivity_sections(c, probes, counts, prior, gate, numbers)
     numbers["passing"] = gate[1]
@@ -215,7 +230,7 @@ def _ior_sections(c: SetContext, probes: dict, prior: list, gate, numbers: dict)
             jp = judge_prior(c, prior, "ior", key, None, 1 / n)
             numbers[f"ior_{n}"]["prior_verdict"] = jp.to_dict()
             c.find(f"Does the untrained image tower already favour the largest object (IOR, {n} objects)?",
-                   f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %", jp)
+                   no_preference(pr) or f"{pct(pr, unit=' %')} against chance {100 / n:.1f} %{tie_note(pr)}", jp)
 
 
 def _sensitivity_sections(c: SetContext, probes: dict, counts: list, prior: list, gate, numbers: dict) -> None:

@@ -4,6 +4,7 @@ CPU capability, threads and device)."""
 
 from __future__ import annotations
 
+import json
 import platform
 import time
 from collections import defaultdict
@@ -11,12 +12,15 @@ from collections import defaultdict
 from comco import __version__
 from comco.report import Dashes, Doc
 
-REPRODUCIBLE = ("The numbers are bit-reproducible on the same kind of machine (the same torch and the same CPU "
-                "capability: a rerun there gives identical models and identical numbers), not across CPU types: "
-                "torch chooses its kernels by the CPU's capability, and training amplifies their rounding "
-                "differences, so a run on another CPU gives other models, and other numbers within the seed "
-                "spread. That is why every verdict is also checked with each seed left out.")
-MACHINE_FIELDS = ("torch", "cpu_capability", "cpu", "machine", "device", "gpu")
+REPRODUCIBLE = ("What reproduces where (docs/reference/reproducibility.md): on one machine (the same CPU model and "
+                "flags, torch build, thread counts and precision, as recorded above) a rerun gives bit-identical "
+                "models and numbers; on another machine (another CPU, another torch or BLAS build, another thread "
+                "count or precision) torch, oneDNN and MKL pick other kernels whose rounding differs, training "
+                "amplifies it, and the models and numbers differ within the seed spread: what carries across "
+                "machines is the verdicts, which is why every verdict is also checked with each seed left out.")
+# what tells two machines (and two runs) apart; results from before a field was recorded group under None
+MACHINE_FIELDS = ("torch", "cpu_capability", "cpu", "machine", "device", "gpu", "cpu_flags", "cpu_flags_sha",
+                  "torch_build", "numpy_blas", "env", "precision")
 
 
 def machines(info: dict[str, dict]) -> list[dict]:
@@ -27,13 +31,15 @@ def machines(info: dict[str, dict]) -> list[dict]:
         m = (i.get("summary") or {}).get("machine")
         if i.get("kind") not in ("scratch", "finetune", "labclip", "probe"):
             continue
-        key = tuple((m or {}).get(f) for f in MACHINE_FIELDS) if m else ("not recorded",)
+        key = tuple(json.dumps((m or {}).get(f), sort_keys=True) for f in MACHINE_FIELDS) if m else ("not recorded",)
         g = groups.setdefault(key, {**({f: m.get(f) for f in MACHINE_FIELDS} if m else {"recorded": False}),
-                                    "stages": 0, "threads": set()})
+                                    "stages": 0, "threads": set(), "interop_threads": set()})
         g["stages"] += 1
-        if m and m.get("threads") is not None:
-            g["threads"].add(m["threads"])
-    return [{**g, "threads": sorted(g["threads"])} for g in groups.values()]
+        for t in ("threads", "interop_threads"):
+            if m and m.get(t) is not None:
+                g[t].add(m[t])
+    return [{**g, "threads": sorted(g["threads"]), "interop_threads": sorted(g["interop_threads"])}
+            for g in groups.values()]
 
 
 def where_made(info: dict[str, dict]) -> dict:
@@ -49,8 +55,17 @@ def where_made_paragraph(doc: Doc, made: dict) -> None:
             continue
         gpu = f", GPU {m['gpu']}" if m.get("gpu") else ""
         threads = ", ".join(map(str, m["threads"])) or "–"
-        parts.append(f"{m['stages']} stage(s) on {m['cpu']} ({m['machine']}), torch {m['torch']} with CPU "
-                     f"capability {m['cpu_capability']}, device {m['device']}{gpu}, {threads} torch thread(s)")
+        text = (f"{m['stages']} stage(s) on {m['cpu']} ({m['machine']}), torch {m['torch']} with CPU "
+                f"capability {m['cpu_capability']}, device {m['device']}{gpu}, {threads} torch thread(s)")
+        if m.get("cpu_flags"):  # recorded since issue 39
+            build = m.get("torch_build") or {}
+            interop = ", ".join(map(str, m.get("interop_threads") or [])) or "–"
+            env = ", ".join(f"{k}={v}" for k, v in (m.get("env") or {}).items()) or "none set"
+            text += (f" ({interop} inter-op), precision {m.get('precision', '–')}; CPU flags {m['cpu_flags']} "
+                     f"(all flags sha {m.get('cpu_flags_sha')}); torch build {build.get('sha')} (BLAS "
+                     f"{build.get('blas', '–')}, MKL {build.get('mkl', '–')}, oneDNN {build.get('onednn', '–')}); "
+                     f"numpy BLAS {m.get('numpy_blas', '–')}; numeric environment variables: {env}")
+        parts.append(text)
     doc.p("**Where the numbers were made** (the trainings and probes, as each recorded it): "
           + ("; ".join(parts) if parts else "no training or probe stage ran") + ". " + made["reproducible"])
 

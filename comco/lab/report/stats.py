@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from comco.probes import MOSTLY, NO_PREFERENCE, mostly_ties
 from comco.report import too_few, units
 
 # two-sided 95 % Student t quantiles by degrees of freedom
@@ -100,7 +101,18 @@ def counted(s: dict, trials: list) -> dict:
     return {**s, "trials": min(known)} if known else s
 
 
+def no_preference(s: dict | None) -> str | None:
+    """"no preference measurable (62 % of the queries near-ties; 2 of 3 model(s) mostly ties)"
+    when the summary rests mostly on near-ties (tie_summary), else None."""
+    if not s or not s.get("no_preference"):
+        return None
+    return (f"{NO_PREFERENCE} ({100 * s['tie_share']:.0f} % of the queries near-ties; {s['tied_models']} of "
+            f"{s['models']} model(s) mostly ties)")
+
+
 def _interval(s: dict | None, scale: float, digits: int, dashes=None, missing: str = "not measured") -> str:
+    if no_preference(s):
+        return no_preference(s)
     if not s or s.get("mean") is None:
         return dashes.dash(missing) if dashes is not None else "–"
     few = thin(s)
@@ -155,5 +167,32 @@ def metric(res: dict, family: str, n: str, template: str | None = None) -> dict 
         stats = res.get("sensitivity", {}).get(n)
     if not stats:
         return None
-    return {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
-            "chance": [s.get("chance") for s in stats], "n": [units(s) for s in stats]}
+    out = {"share": shares(stats), "raw": [s["value"] for s in stats], "roles": [s["role"] for s in stats],
+           "chance": [s.get("chance") for s in stats], "n": [units(s) for s in stats]}
+    ties, counted_ = int(stats[0].get("ties") or 0), int(stats[0].get("n") or 0)
+    out["tie_share"] = ties / (ties + counted_) if ties + counted_ else 0.0
+    if mostly_ties(ties, counted_):  # this model shows no preference: none of its shares is a number
+        out.update(share=[None] * len(stats), raw=[None] * len(stats), no_preference=True)
+    return out
+
+
+def tie_summary(s: dict, models: list[dict | None]) -> dict:
+    """The across-seed summary `s` with the near-ties of its models (comco.probes.retrieval):
+    tied_models (those whose figure rests mostly on ties: they give no number), models, and
+    tie_share (the mean share of tied queries). The summary itself rests mostly on ties, and
+    reads "no preference measurable", when most of its models do or most of its queries are ties."""
+    got = [m for m in models if m is not None]
+    if not got:
+        return s
+    tied = sum(bool(m.get("no_preference")) for m in got)
+    share = float(np.mean([m.get("tie_share", 0.0) for m in got]))
+    return {**s, "tied_models": tied, "models": len(got), "tie_share": share,
+            "no_preference": 2 * tied > len(got) or share > MOSTLY}
+
+
+def tie_note(s: dict | None) -> str:
+    """" (45 % of the queries near-ties, left out; 1 of 3 models mostly ties)" where a summary has ties."""
+    if not s or not s.get("tie_share"):
+        return ""
+    models = f"; {s['tied_models']} of {s['models']} model(s) mostly ties" if s.get("tied_models") else ""
+    return f" ({100 * s['tie_share']:.0f} % of the queries near-ties, left out{models})"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from comco.lab.report.stats import SHARE_DIFFERENCE, paired, pct, signed
+from comco.probes import NO_PREFERENCE
 
 SUPPORTED, CONTRADICTED, CANNOT, FRAGILE = "supported", "contradicted", "cannot answer", "fragile"
 UP, DOWN, NEITHER, UNKNOWN = "up", "down", "neither", "unknown"
@@ -86,6 +87,10 @@ def judge(estimate_for: Callable[[frozenset], dict], seeds: Iterable, *, need: i
     """
     seeds = list(seeds)
     est = estimate_for(frozenset())
+    if est.get("no_preference"):
+        # the models' figures rest mostly on near-ties (comco.probes.retrieval): rounding, not a preference
+        return Judgement(CANNOT, UNKNOWN, est, f"{NO_PREFERENCE}: {100 * est['tie_share']:.0f} % of the queries "
+                         f"near-ties, {est['tied_models']} of {est['models']} model(s) mostly ties")
     way = _way(est, need)
     if way == UNKNOWN:
         return Judgement(CANNOT, way, est, f"{est.get('n', 0)} passing model(s), fewer than {need}")
