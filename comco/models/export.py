@@ -230,7 +230,22 @@ def _write_hf(folder: Path, cfg: dict, state: dict, mean: list[float], std: list
                                          do_resize=True, do_center_crop=True, resample=3, do_rescale=True,
                                          rescale_factor=1 / 255, do_normalize=True, image_mean=mean, image_std=std,
                                          do_convert_rgb=True)
-    CLIPProcessor(image_processor=image_processor, tokenizer=hf_tokenizer(config)).save_pretrained(folder)
+    tokenizer = hf_tokenizer(config)
+    CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    # the files a CLIP folder on the Hub also holds, which transformers 4.x reads: the image
+    # processor on its own, and the BPE as vocab.json + merges.txt
+    image_processor.to_json_file(folder / "preprocessor_config.json")
+    (folder / "vocab.json").write_text(json.dumps(tokenizer.get_vocab(), ensure_ascii=False) + "\n")
+    merges = ["#version: 0.2"] + [" ".join(pair) for pair in _bpe_merges()]
+    (folder / "merges.txt").write_text("\n".join(merges) + "\n")
+
+
+def _bpe_merges() -> list[tuple[str, str]]:
+    """open_clip's BPE merges, in rank order."""
+    from open_clip.tokenizer import SimpleTokenizer
+
+    ranks = SimpleTokenizer().bpe_ranks
+    return sorted(ranks, key=ranks.get)
 
 
 def hf_tokenizer(config):
@@ -247,6 +262,5 @@ def hf_tokenizer(config):
     # open_clip 3 spells the special tokens <start_of_text>, <end_of_text>; CLIP's BPE files, <|...|>
     names = {"<start_of_text>": "<|startoftext|>", "<end_of_text>": "<|endoftext|>"}
     vocab = {names.get(token, token): index for token, index in simple.encoder.items()}
-    merges = sorted(simple.bpe_ranks, key=simple.bpe_ranks.get)
-    return CLIPTokenizer(vocab=vocab, merges=[tuple(m) for m in merges],
+    return CLIPTokenizer(vocab=vocab, merges=[tuple(m) for m in _bpe_merges()],
                          model_max_length=int(config.text_config.max_position_embeddings))
