@@ -43,8 +43,9 @@ def _checkpoint(path, kind="scratch", tower="vit", context_length=16, text_map=F
     return path
 
 
-# Resized, then centre-cropped with an even margin: torchvision's crop rounds an odd margin up,
-# transformers' down, a one-pixel shift the docs name (docs/guide/export.md).
+# Resized, then centre-cropped with a margin that is not 3 mod 4: there torchvision's crop offset,
+# round(margin / 2), is one more than transformers' margin // 2, a one-pixel shift the docs name
+# (docs/guide/export.md; tests/test_model_export_fidelity.py pins it down).
 def _images(sizes=((32, 32), (48, 40), (70, 35))):
     rng = np.random.default_rng(0)
     return [Image.fromarray((rng.random((h, w, 3)) * 255).astype("uint8")) for w, h in sizes]

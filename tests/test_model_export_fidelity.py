@@ -30,7 +30,7 @@ SOT, EOT = 49406, 49407
 
 TEXTS = ["a red cube and a small blue sphere", "Hello, world! 123 -- what's up?", "THE   Large\tpizza,, left of a cat.",
          "don't, can't; I'M (we'll) [they'd] {it's}", "café NAÏVE résumé Straße", "un chat à gauche d'un chien",
-         "a photo of " + "very " * 60 + "long caption", "x" * 200]
+         "a photo of " + "very " * 60 + "long caption", "x" * 200, "a photo of " + "very, " * 150 + "long caption"]
 
 RENDERS = Path(__file__).resolve().parents[1] / "docs" / "comco-cycles.png"  # Cycles renders of the comco objects
 
@@ -95,6 +95,7 @@ def test_trained_checkpoints_round_trip_through_both_libraries(trained, tmp_path
     assert ckpt["context_length"] == (248 if kind in ("longclip", "debias") else ckpt["context_length"])
     assert (ckpt["text_map"] is not None) == (kind == "labclip")
     loaded = load_model(f"ckpt:{path}")
+    assert len(open_clip.SimpleTokenizer().encode(TEXTS[-1])) > loaded.context_length  # cut, even at 248
     images = _renders([(180, 180), (64, 64), (300, 300)])  # square: no centre-crop margin
     text = loaded.encode_text(loaded.tokenize(TEXTS))
     image = loaded.encode_image(torch.stack([loaded.preprocess(im) for im in images]))
