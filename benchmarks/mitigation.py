@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -103,10 +104,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
+    from comco.errors import UserError
     from comco.lab.report.stats import paired, summarize
     from comco.probes import open_dataset, texts
     from comco.probes.aggregate import modifier_words
 
+    if not (args.lab / "lab.json").is_file() or not (args.lab / "stages").is_dir():
+        raise UserError(f"--lab {args.lab} is not a `comco lab run --out` folder (no lab.json and stages/)")
     test = open_dataset(args.lab / "stages" / f"render-test-{args.object_set}" / "data")
     book = texts.template_book(test.info)
     template = texts.get_template(book, "and")
@@ -167,4 +171,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from comco.errors import UserError
+
+    try:
+        main()
+    except UserError as exc:  # a wrong folder: one line, as comco's commands say it
+        print(f"mitigation.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -129,6 +129,12 @@ def main() -> None:
     ap.add_argument("--lab", type=Path, help="a finished `comco lab run --out` folder: its report, written again")
     ap.add_argument("--screenshot", type=Path, help="where to keep the page's screenshot (PNG)")
     args = ap.parse_args()
+    from comco.errors import UserError
+
+    if args.lab and not ((args.lab / "lab.json").is_file() and (args.lab / "recipe.toml").is_file()):
+        raise UserError(f"--lab {args.lab} is not a `comco lab run --out` folder (no lab.json and recipe.toml)")
+    if args.out and not (args.out / "report.html").is_file():
+        raise UserError(f"--out {args.out} holds no report.html; give a `comco probe --out` folder")
     tmp = Path(tempfile.mkdtemp(prefix="comco-probe-page-"))
     if args.lab:
         problems = lab_report(args.lab)
@@ -156,13 +162,14 @@ def main() -> None:
 
 def lab_report(run: Path) -> dict[str, list[str]]:
     """Write a finished lab run's report again from its stages; per figure, its layout problems."""
+    from comco.io import read_json
     from comco.lab.graph import build_stages
     from comco.lab.keys import REPORT
     from comco.lab.recipe import load_recipe
     from comco.lab.report import write_report
     from comco.report import checking_layout
 
-    scale = json.loads((run / "lab.json").read_text())["scale"]
+    scale = read_json(run / "lab.json", "lab.json").get("scale")
     stages = build_stages(load_recipe(run / "recipe.toml", scale))
     with checking_layout() as checked:
         write_report(run, stages.get(REPORT), stages)
@@ -183,4 +190,10 @@ def layout(out: Path) -> dict[str, list[str]]:
 
 
 if __name__ == "__main__":
-    main()
+    from comco.errors import UserError
+
+    try:
+        main()
+    except UserError as exc:  # a wrong folder: one line, as comco's commands say it
+        print(f"probe_page.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)

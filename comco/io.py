@@ -111,10 +111,56 @@ def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
 def read_json(path: str | Path, what: str = "file") -> Any:
     """A JSON file a user or an earlier run left; a corrupt one is a UserError naming it."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        return json.loads(read_bounded(path, what))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise UserError(f"{path}: this {what} is not valid JSON; it is corrupt "
                         f"(re-run the command that made it)") from None
+
+
+# The bounded reading of files a user hands comco (annotations, prompts, tables, a run's own
+# bookkeeping): a size limit checked before the read, and nesting that would exhaust Python's
+# stack (json and tomllib recurse once per nested array or table) refused as one line.
+MAX_INPUT_BYTES = 2 << 30  # COCO's largest annotation file (instances_train2017.json) is 448 MB
+MAX_SMALL_BYTES = 16 << 20  # prompt files, synonym tables, a run's own small JSON files
+
+
+def read_bounded(path: str | Path, where: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of `path`, refused (UserError naming `where`) when larger than `limit` or unreadable."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise UserError(f"{where} {path} is {size / 2**20:.0f} MB, more than the {limit / 2**20:.0f} MB "
+                            f"comco reads from such a file; give the right file")
+        return path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{where} {path} cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
+def parse_json(data: str | bytes, where: str) -> Any:
+    """JSON text as Python objects; bad syntax, bad UTF-8 or nesting too deep for Python's stack
+    is a UserError naming `where`."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise UserError(f"{where}: nested too deeply (arrays or objects inside each other); "
+                        f"the file is damaged or not the file comco asks for") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{where}: not UTF-8 (byte {exc.start}); convert it to UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{where}: not valid JSON (line {exc.lineno}): the file is cut or corrupt") from None
+
+
+def parse_toml(text: str, where: str) -> dict:
+    """TOML text as a dict; bad syntax or nesting too deep for Python's stack is a UserError naming `where`."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{where}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{where}: nested too deeply (arrays or tables inside each other)") from None
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict]:

@@ -9,7 +9,6 @@ than 1 / n, and small objects named less often (recall) than the large one.
 
 from __future__ import annotations
 
-import tomllib
 from collections import defaultdict
 from dataclasses import dataclass
 from importlib import resources
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from comco.errors import UserError
+from comco.io import MAX_SMALL_BYTES, parse_toml, read_bounded
 from comco.probes.retrieval import size_labels
 from comco.probes.stats import accuracy, mean_with_interval
 from comco.probes.words import mention_sequence
@@ -26,6 +26,7 @@ from comco.record import measured_ranks
 DEFAULT_PROMPTS = "vlm_prompts.toml"
 POOLED_SMALL = "small (pooled)"
 MAX_NEW_TOKENS = 2048
+MAX_PROMPT_CHARS = 8000  # a prompt is tokenised and run once per image: a 1 MB one never finishes
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,10 @@ def load_prompts(path: Path | None = None) -> VLMPrompts:
         if not Path(path).is_file():
             raise UserError(f"--vlm-prompts {path} does not exist")
         try:
-            text, where = Path(path).read_bytes().decode("utf-8"), str(path)
+            text, where = read_bounded(path, "--vlm-prompts", MAX_SMALL_BYTES).decode("utf-8"), str(path)
         except UnicodeDecodeError:
             raise UserError(f"--vlm-prompts {path} is not UTF-8 text") from None
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"--vlm-prompts {where}: not valid TOML ({exc})") from None
+    table = parse_toml(text, f"--vlm-prompts {where}")
     mention = table.get("mention", {})
     prompts = mention.get("prompts") if isinstance(mention, dict) else None
     if not isinstance(prompts, dict) or not prompts or not all(
@@ -63,6 +61,10 @@ def load_prompts(path: Path | None = None) -> VLMPrompts:
     prompt = matching.get("prompt") if isinstance(matching, dict) else None
     if not isinstance(prompt, str) or not prompt.strip():
         raise UserError(f"--vlm-prompts {where}: [matching] needs prompt = \"text\"")
+    long = next((name for name, text in (*prompts.items(), ("matching", prompt)) if len(text) > MAX_PROMPT_CHARS), None)
+    if long is not None:
+        raise UserError(f"--vlm-prompts {where}: prompt '{long}' is longer than {MAX_PROMPT_CHARS} characters; "
+                        f"a prompt is a question about one image (comco's are under 300)")
     return VLMPrompts(mention=dict(prompts), max_new_tokens=tokens, matching=prompt, source=where)
 
 

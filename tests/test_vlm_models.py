@@ -140,7 +140,23 @@ def _folders(vlm_folder: Path, root: Path) -> dict[str, tuple[Path, str]]:
     shutil.copytree(vlm_folder, plain)
     (plain / "chat_template.jinja").unlink()
     cases["no template"] = (plain, "no chat template")
+    # issue 38: a template jinja2's sandbox blocks, one that raises, a processor size of -5
+    for name, edit in (("sandboxed", lambda f: (f / "chat_template.jinja").write_text("{{ ''.__class__.__mro__ }}")),
+                       ("raises", lambda f: (f / "chat_template.jinja").write_text(
+                           "{{ raise_exception('no images here') }}")),
+                       ("size -5", _size_minus_5)):
+        folder = root / name
+        shutil.copytree(vlm_folder, folder)
+        edit(folder)
+        cases[name] = (folder, "cannot write a prompt about an image")
     return cases
+
+
+def _size_minus_5(folder: Path) -> None:
+    pp = folder / "processor_config.json"
+    cfg = json.loads(pp.read_text())
+    cfg["image_processor"].update(size={"shortest_edge": -5}, crop_size={"height": -5, "width": -5})
+    pp.write_text(json.dumps(cfg))
 
 
 def test_bad_folders_and_probes_a_vlm_cannot_do_are_one_line(vlm_folder, scenes, tmp_path, monkeypatch, capsys):

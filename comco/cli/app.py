@@ -6,6 +6,7 @@ errors keep their traceback.
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -73,7 +74,7 @@ def _render_jobs(cfg, opts, out: Path, executor: str, shards: int, quiet: bool, 
 
     if executor not in ("slurm", "slurm-local"):
         raise UserError(f"--executor {executor}: use local, slurm or slurm-local (--shards needs a slurm executor)")
-    if shards < 1:
+    if shards < 1:  # too many (more than images, past MaxArraySize) is refused in comco.lab's render jobs
         raise UserError(f"--shards {shards}: give at least 1")
     table, origin = slurm_settings(slurm, slurm_config)
     require_submitit(cluster=executor == "slurm")
@@ -344,6 +345,10 @@ def _click_exceptions():
     return exceptions
 
 
+# errno of a disk that refuses a write: full, over quota, read-only, not ours
+DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
 def main() -> None:
     click = _click_exceptions()
     try:
@@ -352,6 +357,13 @@ def main() -> None:
     except UserError as exc:
         typer.echo(f"comco: error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a full disk, a read-only or foreign folder: the user's to fix, not a traceback
+        if exc.errno not in DISK_ERRNOS:
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        typer.echo(f"comco: error: cannot write{where}: {exc.strerror}; free space or choose a folder you can "
+                   f"write (--out), then run the command again (completed files are kept)", err=True)
+        sys.exit(2)
     except getattr(click, "NoArgsIsHelpError", ()):  # click >= 8.2
         sys.exit(2)  # a bare group: typer has printed its help already
     except click.ClickException as exc:

@@ -29,12 +29,17 @@ def stats(
     quiet: Quiet = False,
 ) -> None:
     """The share of captions whose largest mentioned object comes 1st, 2nd, ... per number of mentioned objects, and the corpus's p."""
+    from comco.data import check_writable
     from comco.errors import UserError
     from comco.io import require_folder
     from comco.lab import dose_lines, predict_first_share
     from comco.probes.natural import caption_bias, load_corpus, write_caption_bias
 
     require_folder(out, "--out")
+    made = not out.exists()
+    check_writable(out)  # a read-only --out is refused before the corpus is read
+    if made:
+        out.rmdir()  # a refused corpus leaves no empty --out behind
     lines = dose_lines(lab) if lab is not None else None  # a bad run folder is refused before any work
     corpus, left = load_corpus(captions, instances, synonyms)
     result = caption_bias(corpus, n_boot=bootstrap)

@@ -11,6 +11,9 @@ from typing import Annotated, Optional
 
 import typer
 
+# The most GPUs --gpus plans or uses: a node holds up to 16, a dry run may plan a whole cluster
+MAX_GPUS = 4096
+
 app = typer.Typer(help="Run lab experiments: render, train, probe, fine-tune, evaluate, report.",
                   no_args_is_help=True)
 
@@ -42,13 +45,13 @@ def run(
         raise UserError("--resume and --overwrite exclude each other; pass one")
     if (jobs is not None and jobs < 1) or (threads is not None and threads < 1):
         raise UserError("--jobs and --threads take at least 1 (leave them out for the defaults)")
+    if gpus is not None and not 1 <= gpus <= MAX_GPUS:
+        raise UserError(f"--gpus {gpus}: give 1..{MAX_GPUS} (or leave it out)")
     r = load_recipe(recipe, scale)
     if dry_run:
         from comco.lab import dry_run_lines, plan_lines
 
         planned = executor or r.settings["run"]["executor"]
-        if gpus is not None and gpus < 1:
-            raise UserError(f"--gpus {gpus}: give at least 1 (or leave it out)")
         if planned not in ("local", "node", "slurm", "slurm-local"):
             raise UserError(f"--executor {planned}: use one of local, node, slurm, slurm-local")
         lines = dry_run_lines(r, jobs) if planned == "local" and gpus is None else plan_lines(r, planned, gpus)

@@ -19,6 +19,7 @@ from comco.data.folder import (
     SINGLES,
     config_hash,
     failure_counts,
+    image_file,
     metadata_rows,
     output_files,
     read_info,
@@ -40,11 +41,17 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 def merge_shards(shards: list[Path], out: Path) -> dict:
     """`comco dataset merge`: join shards rendered with --shard i/N into one dataset.
 
+    Every shard is validated first (records, images, masks, depth and normal maps: the checks of
+    `comco validate` and export, symbolic links out of the shard included), so nothing is written
+    for a damaged one. The merge is built in a hidden folder beside --out and renamed to it once
+    complete: a merge killed half-way leaves no partial --out, and its rerun starts afresh.
+
     Args:
         shards: the shard folders (one configuration, every slice once).
         out: the merged dataset folder (images are hard-linked where possible)."""
     if not shards:
         raise UserError("name the shard folders to merge")
+    out = Path(out)
     infos = []
     for s in shards:
         if not (s / INFO).is_file():
@@ -53,48 +60,83 @@ def merge_shards(shards: list[Path], out: Path) -> dict:
         if not info.get("rendered"):
             raise UserError(f"{s} is not finished rendering; complete it with `comco render ... --resume`")
         infos.append(info)
-    base = _without_shard(infos[0]["config"])
-    for s, info in zip(shards, infos):
-        if _without_shard(info["config"]) != base or info["object_set_hash"] != infos[0]["object_set_hash"]:
-            raise UserError(f"{s} was made with another configuration than {shards[0]}; only --shard may differ")
-    n_shards = {tuple(i["config"]["render"]["shard"])[1] for i in infos}
-    got = sorted(tuple(i["config"]["render"]["shard"])[0] for i in infos)
-    if len(n_shards) != 1 or got != list(range(n_shards.pop())):
+    try:
+        base = _without_shard(infos[0]["config"])
+        for s, info in zip(shards, infos):
+            if _without_shard(info["config"]) != base or info["object_set_hash"] != infos[0]["object_set_hash"]:
+                raise UserError(f"{s} was made with another configuration than {shards[0]}; only --shard may differ")
+        n_shards = {tuple(i["config"]["render"]["shard"])[1] for i in infos}
+        got = sorted(tuple(i["config"]["render"]["shard"])[0] for i in infos)
+        whole = len(n_shards) == 1 and got == list(range(n_shards.pop()))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        raise UserError(f"the {INFO} of one of the shards is not a dataset description (its config or render "
+                        f"shard was edited); `comco validate` on each shard names the problem") from None
+    if not whole:
         raise UserError(f"shards {got} do not make a whole; every shard i/N of one N is needed once")
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"--out {out} is not empty; merge into a new folder")
-    records, singles, failures = [], [], []
     for s in shards:
+        _require_valid(s)
+    records, singles, failures, files = [], [], [], []
+    for s in shards:  # every file to link, found (and checked to stay in the shard) before one is written
         for r in read_jsonl(s / SCENES):
-            _link_or_copy(s / r["image"], out / safe_image_path(r["image"], ("images",)))
-            mask = s / "masks" / Path(r["image"]).name
-            if mask.is_file():
-                _link_or_copy(mask, out / "masks" / mask.name)
+            files.append((image_file(s, r), safe_image_path(r["image"], ("images",))))
+            mask = image_file(s, {"id": r["id"], "image": f"masks/{Path(r['image']).name}"}, ("masks",))
+            if mask.is_file() or mask.is_symlink():
+                files.append((mask, f"masks/{mask.name}"))
             for _, path, _ in output_files(s, r):  # --depth, --normals: beside the image, like it
-                _link_or_copy(path, out / path.relative_to(s))
+                files.append((path, str(path.relative_to(s))))
             records.append(r)
         if (s / SINGLES).is_file():
             for r in read_jsonl(s / SINGLES):
-                _link_or_copy(s / r["image"], out / safe_image_path(r["image"], ("singles",)))
+                files.append((image_file(s, r, ("singles",)), safe_image_path(r["image"], ("singles",))))
                 singles.append(r)
         if (s / FAILURES).is_file():
             failures += list(read_jsonl(s / FAILURES))
     records.sort(key=lambda r: (r["index"], pair_rank(r)))  # a pair dataset: each base, then its variants
     if len({r["id"] for r in records}) != len(records):
         raise UserError("shards overlap: an image index appears twice")
-    write_jsonl(out / SCENES, records)
-    if singles:
-        write_jsonl(out / SINGLES, sorted(singles, key=lambda r: r["id"]))
-    if failures:
-        write_jsonl(out / FAILURES, failures)
-    write_jsonl(out / METADATA, metadata_rows(records))
     info = json.loads(json.dumps(infos[0]))
     info["config"]["render"]["shard"] = [0, 1]
     info["config_hash"] = config_hash(info["config"], info["object_set_hash"])
     info["counts"].update(rendered=len(records), singles=len(singles), **failure_counts(failures),
                           retried=sum(1 for r in records if r.get("retry")))
-    write_json(out / INFO, info)
+    building = out.parent / f".{out.name}.merging"
+    try:
+        if building.exists():  # a merge killed half-way: its files are links and copies, start again
+            shutil.rmtree(building)
+        building.mkdir(parents=True)
+        for src, rel in files:
+            _link_or_copy(src, building / rel)
+        write_jsonl(building / SCENES, records)
+        if singles:
+            write_jsonl(building / SINGLES, sorted(singles, key=lambda r: r["id"]))
+        if failures:
+            write_jsonl(building / FAILURES, failures)
+        write_jsonl(building / METADATA, metadata_rows(records))
+        write_json(building / INFO, info)
+        if out.is_dir():
+            out.rmdir()  # empty (checked above)
+        os.replace(building, out)
+    except OSError as exc:
+        shutil.rmtree(building, ignore_errors=True)
+        raise UserError(f"--out {out}: cannot write the merged dataset there ({exc.strerror or exc}); "
+                        f"nothing was merged: free space or choose a writable folder") from None
     return {"images": len(records), "singles": len(singles), "failures": len(failures)}
+
+
+PROBLEMS_NAMED = 2  # a shard's problems named in the one-line error
+
+
+def _require_valid(shard: Path) -> None:
+    """A shard `comco validate` (with every image decoded, as export checks) finds nothing wrong in."""
+    from comco.data.validate import validate_dataset
+
+    problems = validate_dataset(shard, images=True)
+    if problems:
+        more = f"; and {len(problems) - PROBLEMS_NAMED} more" if len(problems) > PROBLEMS_NAMED else ""
+        raise UserError(f"shard {shard} does not validate ({'; '.join(problems[:PROBLEMS_NAMED])}{more}); nothing "
+                        f"was merged: render the shard again (`comco validate {shard}` lists every problem)")
 
 
 def _without_shard(config: dict) -> dict:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,10 +187,32 @@ def _variants(path, v):
     return out
 
 
+# SLURM's own character sets for the strings that reach sbatch (each becomes an #SBATCH line of
+# the job script, so a newline or a '#' in one would write shell lines that run on the cluster):
+# partition, account and QOS names are letters, digits, '_', '-' and '.'; a --constraint is
+# feature names joined by its operators & | , * [ ] ( ) ! and counts.
+SLURM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+SLURM_CONSTRAINT = re.compile(r"[A-Za-z0-9_.&|,*\[\]()!:-]{1,1024}")
+
+
+def _slurm_str(pattern: re.Pattern, what: str) -> Callable:
+    """A string that reaches sbatch: SLURM's character set, or the recipe is refused where it is read."""
+    def check(path, v):
+        if not isinstance(v, str) or not pattern.fullmatch(v):
+            _fail(path, v, f"expected {what} (SLURM's characters only: no spaces, newlines, quotes or '#')")
+        return v
+    return check
+
+
 # [run.slurm]: the sbatch request of every stage job; a [run.slurm.KIND] table (KIND a stage
 # kind) replaces keys for that kind's jobs. memory is in GB, time in minutes.
-SLURM_REQUEST = {"partition": _str(), "account": _str(), "qos": _str(), "gpus": _int(0, 64), "cpus": _int(1, 1024),
-                 "memory": _int(1, 100000), "time": _int(1, 100000), "constraint": _str()}
+SLURM_REQUEST = {"partition": _slurm_str(SLURM_NAME, "a partition name: letters, digits, '_', '-', '.'"),
+                 "account": _slurm_str(SLURM_NAME, "an account name: letters, digits, '_', '-', '.'"),
+                 "qos": _slurm_str(SLURM_NAME, "a QOS name: letters, digits, '_', '-', '.'"),
+                 "gpus": _int(0, 64), "cpus": _int(1, 1024),
+                 "memory": _int(1, 100000), "time": _int(1, 100000),
+                 "constraint": _slurm_str(SLURM_CONSTRAINT, "features joined by & | , * [ ] ( ) !, "
+                                                            "e.g. \"a100&ib\"")}
 SLURM_DRIVER = {"max_queued": _int(1, 100000), "retries": _int(0, 100)}
 SLURM_KINDS = ("render", "captions", "scratch", "finetune", "labclip", "probe")
 

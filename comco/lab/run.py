@@ -45,9 +45,10 @@ def is_done(out: Path, stage: Stage) -> bool:
     if not path.is_file():
         return False
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("hash") == stage.hash
-    except json.JSONDecodeError:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError):  # cut, not UTF-8, nested past the stack: not done, run it again
         return False
+    return isinstance(info, dict) and info.get("hash") == stage.hash
 
 
 def prepare_folder(out: Path, recipe: Recipe, *, resume: bool, overwrite: bool) -> str:

@@ -9,7 +9,6 @@ SLURM holds: a job that started is running at once) and `sacct` (the ones that e
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 from comco.errors import UserError
+from comco.io import MAX_SMALL_BYTES, parse_json, read_bounded
 from comco.lab.executors.base import FAILED, LOGS, RUNNING
 from comco.lab.graph import build_stages
 from comco.lab.recipe import load_recipe
@@ -27,11 +27,33 @@ JOBS = "jobs.json"  # comco.lab.executors.slurm.JOBS (that module needs submitit
 LIVE = ("PENDING", "RUNNING", "REQUEUED", "COMPLETING", "CONFIGURING", "RESIZING", "SUSPENDED")
 
 
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+def _read(path: Path, strict: bool = False) -> dict | None:
+    """A bookkeeping file of the run as a dict (None when absent); a damaged one (cut, not a JSON
+    object, nested past Python's stack) is None, or with `strict` a UserError naming it."""
+    if not path.is_file():
         return None
+    try:
+        data = parse_json(read_bounded(path, "lab file", MAX_SMALL_BYTES), str(path))
+    except UserError:
+        data = None
+    if isinstance(data, dict):
+        return data
+    if strict:
+        raise UserError(f"{path} is damaged (not the JSON object comco writes); delete it, then `comco lab run "
+                        f"RECIPE --out {path.parent if path.name != STAGE_INFO else path.parents[2]} --resume` "
+                        f"writes it again")
+    return None
+
+
+def _registry(out: Path) -> dict:
+    """jobs.json: stage id -> {"hash", "cluster", "jobs": [job ids]}; a damaged one is a UserError."""
+    registry = _read(out / JOBS, strict=True) or {}
+    for entry in registry.values():
+        if not isinstance(entry, dict) or not isinstance(entry.get("jobs", []), list) or not all(
+                isinstance(j, str) for j in entry.get("jobs", [])):
+            raise UserError(f"{out / JOBS} is damaged (an entry is not a stage's job list); delete it, then "
+                            f"`comco lab run RECIPE --out {out} --resume` writes it again")
+    return registry
 
 
 def sacct_states(job_ids: list[str]) -> dict[str, dict]:
@@ -139,11 +161,14 @@ def _alive(running: dict, states: dict) -> bool:
 def stage_states(out: Path) -> list[dict]:
     """Per stage: {"id", "kind", "state", and what the state has: job, node, minutes, message, log}."""
     out = Path(out)
-    info = _read(out / LAB_INFO)
+    info = _read(out / LAB_INFO, strict=True)
     if info is None or not (out / "recipe.toml").is_file():
         raise UserError(f"{out} holds no lab run (no {LAB_INFO}); give the --out of `comco lab run`")
+    if not isinstance(info.get("scale"), str):
+        raise UserError(f"{out / LAB_INFO} is damaged (no scale); run `comco lab run RECIPE --out {out} --resume` "
+                        f"to write it again")
     stages = build_stages(load_recipe(out / "recipe.toml", info["scale"]))
-    registry = _read(out / JOBS) or {}
+    registry = _registry(out)
     states = job_states([e["jobs"][-1] for e in registry.values() if e.get("jobs") and e.get("cluster") == "slurm"])
     rows = []
     for s in stages:
@@ -153,6 +178,7 @@ def stage_states(out: Path) -> list[dict]:
         job = entry["jobs"][-1] if entry and entry.get("jobs") else None
         running = _read(d / LOGS / RUNNING)
         failed = _read(d / LOGS / FAILED)
+        _read(d / STAGE_INFO, strict=True)
         if is_done(out, s):
             row.update(state="done", seconds=(_read(d / STAGE_INFO) or {}).get("seconds"))
         elif running is not None and _alive(running, states):

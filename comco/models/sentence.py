@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from comco.errors import UserError
+from comco.io import MAX_SMALL_BYTES, read_bounded
 from comco.models.hf import check_tokenizer
 from comco.models.loaded import LoadedModel
 
@@ -37,10 +38,10 @@ def load_sentence(path: Path, device: str) -> LoadedModel:
         raise UserError(f"st:{path} has no modules.json: it is not a sentence-transformers folder "
                         f"(save one with SentenceTransformer.save(DIR); for a transformers CLIP use hf:{path})")
     try:
-        listed = json.loads(modules.read_bytes().decode("utf-8"))
+        listed = json.loads(read_bounded(modules, f"st:{path}: modules.json", MAX_SMALL_BYTES).decode("utf-8"))
         if not isinstance(listed, list) or not listed:
             raise ValueError
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise UserError(f"st:{path}: modules.json is not a list of modules; the folder is damaged") from None
     from sentence_transformers import SentenceTransformer
 
@@ -50,7 +51,10 @@ def load_sentence(path: Path, device: str) -> LoadedModel:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise UserError(f"st:{path} does not load as a sentence-transformers model ({first})") from None
     tok = getattr(model, "tokenizer", None)
-    context = int(getattr(model, "max_seq_length", None) or 512)
+    context = getattr(model, "max_seq_length", None) or 512
+    if isinstance(context, bool) or not isinstance(context, int) or not 1 <= context <= 100_000:
+        raise UserError(f"st:{path}: its max_seq_length is {context!r}, not a number of tokens in 1..100000 "
+                        f"(sentence_bert_config.json); the folder is damaged or was edited")
     if tok is not None:
         check_tokenizer(path, tok, context)
     model.eval()

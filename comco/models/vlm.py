@@ -117,7 +117,7 @@ def _config(path: Path) -> dict:
         raise UserError(f"vlm:{path} is not a transformers model folder (no config.json){other}")
     try:
         config = json.loads((path / "config.json").read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         config = None
     if not isinstance(config, dict):
         raise UserError(f"vlm:{path}: config.json is not a JSON object; the folder is damaged "
@@ -174,5 +174,21 @@ def load_vlm(path: Path, device: str, trust_remote_code: bool = False) -> Loaded
     positions = text.get("max_position_embeddings")
     context = positions if isinstance(positions, int) and 0 < positions <= 10**7 else 4096
     check_tokenizer(path, tok, context)
-    return LoadedVLM(name=f"vlm:{path}", identity=f"vlm/{config.get('model_type')}/{folder_digest(path)}",
-                     model=model, processor=processor, device=device, context_length=context)
+    vlm = LoadedVLM(name=f"vlm:{path}", identity=f"vlm/{config.get('model_type')}/{folder_digest(path)}",
+                    model=model, processor=processor, device=device, context_length=context)
+    _try_prompt(path, vlm)
+    return vlm
+
+
+def _try_prompt(path: Path, vlm: LoadedVLM) -> None:
+    """Write one prompt with an image through the chat template and the processor, before any
+    image is asked about: a template the sandbox blocks or that calls raise_exception, or an
+    image size the processor cannot resize to (size -5), is one line here."""
+    from PIL import Image
+
+    try:
+        vlm._inputs([vlm.chat("What is in the image?")], [Image.new("RGB", (32, 32))], "right")
+    except Exception as exc:  # noqa: BLE001 - jinja2's SecurityError, TemplateError; ValueError, TypeError
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise UserError(f"vlm:{path}: its chat template or processor cannot write a prompt about an image "
+                        f"({type(exc).__name__}: {first}); save the model's own processor there") from None

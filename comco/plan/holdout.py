@@ -60,6 +60,10 @@ def parse_holdout(value) -> str | None:
             share = math.nan
         if not 0 < share < 1:
             raise UserError(f"{FLAG} {text}: auto's share is in (0, 1), e.g. {kind}:auto:0.1")
+        if auto["seed"]:
+            from comco.plan.rng import check_seed
+
+            check_seed(int(auto["seed"]), f"{FLAG} {text}: its seed")
         return f"{kind}:auto:{share:g}" + (f":{int(auto['seed'])}" if auto["seed"] else "")
     items = [t.strip() for t in rest.split(",") if t.strip()]
     if not items:

@@ -131,9 +131,33 @@ def anchor(text: str) -> str:
     return re.sub(r"[^\w\- ]", "", plain).replace(" ", "-")
 
 
+SAFE_SCHEMES = ("http", "https", "mailto")
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)]*)\)")  # [text](dest), ![alt](src)
+_AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.\-]*:[^<>]*)>")  # <scheme:...>
+_REFERENCE = re.compile(r"^( {0,3})\[([^\]]+)\]:", re.M)  # [label]: dest
+
+
+def _unsafe(dest: str) -> bool:
+    """A link target whose scheme is not http(s) or mailto (javascript:, data:, vbscript:, ...), seen
+    through entities, blanks and case as a browser sees it."""
+    plain = re.sub(r"[\s\x00-\x1f]", "", html.unescape(dest)).lstrip("<").lower()
+    scheme = re.match(r"([a-z][a-z0-9+.\-]*):", plain)
+    return bool(scheme) and scheme.group(1) not in SAFE_SCHEMES
+
+
+def defuse_markdown(text: str) -> str:
+    """User text (a recipe's description) made safe to put in report.md: a link to another scheme
+    than http(s)/mailto becomes its text and the target in a code span, raw HTML tags and link
+    definitions are escaped, so nothing in it runs or links when the report is opened."""
+    text = _LINK.sub(lambda m: f"{m[2]} (`{m[3].replace('`', '')}`)" if _unsafe(m[3]) else m[0], text)
+    text = _AUTOLINK.sub(lambda m: f"`{m[1].replace('`', '')}`" if _unsafe(m[1]) else m[0], text)
+    text = _REFERENCE.sub(r"\1\\[\2]:", text)
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)
+
+
 def inline(text: str) -> str:
     """Markdown's inline marks as HTML (text escaped first); `[text](#anchor)` links within the page."""
-    t = html.escape(text)
+    t = html.escape(text.replace("&lt;", "<"))  # defuse_markdown's escaped '<' is a '<' here
     t = re.sub(r"\[([^\]]+)\]\(#([\w\-]+)\)", r"<a href='#\2'>\1</a>", t)
     t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
     t = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)

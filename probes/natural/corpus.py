@@ -11,15 +11,20 @@ word; its size in an image is the summed mask area of its instances there.
 
 from __future__ import annotations
 
-import tomllib
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from comco.errors import UserError
+from comco.io import MAX_SMALL_BYTES, parse_json, parse_toml, read_bounded
 from comco.probes.words import mention_sequence
 
 DEFAULT_SYNONYMS = "coco_synonyms.toml"
+# The longest caption read: COCO's are under 300 characters, DCI's long ones about 6,000; the
+# whole-word matching of every category's spellings grows faster than the text (16,000
+# characters take half a second, an 8 MB one hours).
+MAX_CAPTION_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -45,17 +50,15 @@ def plural(word: str) -> str:
 
 
 def _read(path: Path, what: str) -> dict:
-    import json
-
     if not path.is_file():
         raise UserError(f"{what} {path} does not exist; pass COCO's {what.strip('-')} JSON file")
+    raw = read_bounded(path, what)
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{what} {path} is not UTF-8 (byte {exc.start}); COCO files are UTF-8: "
                         f"convert it, e.g. iconv -f latin1 -t utf-8") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{what} {path} is not valid JSON (line {exc.lineno}): the file is cut or corrupt") from None
+    data = parse_json(raw, f"{what} {path}")
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
         raise UserError(f"{what} {path} is not a COCO annotation file (no 'annotations' list)")
     return data
@@ -77,11 +80,8 @@ def load_synonyms(path: Path | None, categories: set[str]) -> dict[str, list[str
     else:
         if not Path(path).is_file():
             raise UserError(f"--synonyms {path} does not exist")
-        text, where = Path(path).read_bytes().decode("utf-8", errors="replace"), path
-    try:
-        table = tomllib.loads(text).get("synonyms", {})
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"--synonyms {where}: not valid TOML ({exc})") from None
+        text, where = read_bounded(path, "--synonyms", MAX_SMALL_BYTES).decode("utf-8", errors="replace"), path
+    table = parse_toml(text, f"--synonyms {where}").get("synonyms", {})
     if not isinstance(table, dict) or not all(isinstance(v, list) and all(isinstance(w, str) and w.strip() for w in v)
                                               for v in table.values()):
         raise UserError(f"--synonyms {where}: [synonyms] must map each category to a list of words")
@@ -112,7 +112,11 @@ def load_corpus(captions_path: Path, instances_path: Path, synonyms: Path | None
                         f"(COCO's instances_<split>.json holds them)")
     names = {}
     for i, c in enumerate(inst["categories"]):
-        names[_field(c, "id", (int, str), instances_path, i)] = _field(c, "name", str, instances_path, i)
+        cid = _field(c, "id", (int, str), instances_path, i)
+        if cid in names:
+            raise UserError(f"--instances {instances_path}: categories {i} and an earlier one share the id {cid!r}; "
+                            f"each category needs its own id (the file is damaged or was edited)")
+        names[cid] = _field(c, "name", str, instances_path, i)
     areas: dict = {}
     for i, ann in enumerate(inst["annotations"]):
         cat = _field(ann, "category_id", (int, str), instances_path, i)
@@ -120,6 +124,9 @@ def load_corpus(captions_path: Path, instances_path: Path, synonyms: Path | None
             raise UserError(f"--instances {instances_path}: annotation {i} has category_id {cat!r}, "
                             f"which 'categories' does not list")
         area = _field(ann, "area", (int, float), instances_path, i)
+        if not math.isfinite(area) or area <= 0:
+            raise UserError(f"--instances {instances_path}: annotation {i} has area {area!r}; a mask's area is a "
+                            f"positive number of pixels (the file is damaged or was edited)")
         image = areas.setdefault(_field(ann, "image_id", (int, str), instances_path, i), {})
         image[names[cat]] = image.get(names[cat], 0.0) + float(area)
     if not areas:
@@ -130,6 +137,10 @@ def load_corpus(captions_path: Path, instances_path: Path, synonyms: Path | None
     for i, ann in enumerate(caps["annotations"]):
         image_id = _field(ann, "image_id", (int, str), captions_path, i)
         text = _field(ann, "caption", str, captions_path, i)
+        if len(text) > MAX_CAPTION_CHARS:
+            raise UserError(f"--captions {captions_path}: annotation {i}'s caption is {len(text)} characters long, "
+                            f"more than the {MAX_CAPTION_CHARS} comco reads (the longest long-caption corpora "
+                            f"have about 6,000): is it the captions file?")
         present = areas.get(image_id)
         if present is None:
             no_image += 1

@@ -39,7 +39,7 @@ from comco.lab.report.lookup import MissingStage, Run
 from comco.lab.report.origins import origins_sections
 from comco.lab.report.provenance import what_was_run, where_made
 from comco.lab.report.shift import shift_sections
-from comco.report import Doc
+from comco.report import Doc, defuse_markdown
 
 FIGURES = "figures"
 __all__ = ["write_report", "MissingStage"]
@@ -69,7 +69,7 @@ def write_report(out: Path, report_stage, stages: list) -> dict:
     what_was_run(detail, recipe, run.stages, info, made)
     doc = Doc()
     doc.h(1, f"comco lab: {recipe['name']} ({recipe['scale']} scale)")
-    doc.p(recipe["description"])
+    doc.p(defuse_markdown(recipe["description"]))
     doc.toc(depth=3)
     figures = []
     for c in contexts:  # the two biases against p, then the variants' figure where the recipe has variants
