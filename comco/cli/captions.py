@@ -29,7 +29,7 @@ def stats(
     quiet: Quiet = False,
 ) -> None:
     """The share of captions whose largest mentioned object comes 1st, 2nd, ... per number of mentioned objects, and the corpus's p."""
-    from comco.data.folder import check_writable
+    from comco.data import check_writable
     from comco.errors import UserError
     from comco.io import require_folder
     from comco.lab import dose_lines, predict_first_share

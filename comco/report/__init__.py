@@ -4,7 +4,8 @@ HTML), Markdown/CSV tables, interval plots, and the one table of published figur
 from comco.lazy import door
 
 __getattr__, __dir__, __all__ = door(__name__, {
-    "Doc": "document", "markdown_table": "tables", "md_text": "tables", "md_line": "tables",
+    "Doc": "document", "defuse_markdown": "document", "markdown_table": "tables", "md_text": "tables",
+    "md_line": "tables",
     "md_cell": "tables", "csv_text": "tables", "pct": "tables", "interval": "tables",
     "MIN_TRIALS": "tables", "too_few": "tables", "units": "tables", "Dashes": "tables",
     "pyplot": "plots", "save": "plots", "error_bars": "plots", "interval_bars": "plots",

@@ -39,8 +39,7 @@ from comco.lab.report.lookup import MissingStage, Run
 from comco.lab.report.origins import origins_sections
 from comco.lab.report.provenance import what_was_run, where_made
 from comco.lab.report.shift import shift_sections
-from comco.report import Doc
-from comco.report.document import defuse_markdown
+from comco.report import Doc, defuse_markdown
 
 FIGURES = "figures"
 __all__ = ["write_report", "MissingStage"]
