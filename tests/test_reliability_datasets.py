@@ -11,6 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.probes import paint
+
+from comco.data.folder import config_hash
 
 COMCO = [sys.executable, "-m", "comco.cli"]
 USER_SET = textwrap.dedent('''\
@@ -240,23 +243,21 @@ def test_probes_refuse_records_that_are_not_scene_records(tmp_path):
 
 
 def fake_shards(tmp_path: Path, image: str) -> list[Path]:
-    """Two 'rendered' shards of a planned dataset (no Blender): shard 0's first record names `image`."""
+    """Two 'rendered' shards of a planned dataset (painted, no Blender): shard 0's first record names `image`."""
     base = tmp_path / "base"
     plan(base)
     records = [json.loads(line) for line in (base / "scenes.jsonl").read_text().splitlines()]
     shards = []
     for i in range(2):
         s = tmp_path / f"shard{i}"
-        mine = [r for r in records if r["index"] % 2 == i]
+        mine = [paint(r, s / r["image"]) for r in records if r["index"] % 2 == i]  # merge validates each shard
         if i == 0:
             mine[0]["image"] = image
-        for r in mine:
-            (s / r["image"]).parent.mkdir(parents=True, exist_ok=True)
-            (s / r["image"]).write_bytes(b"png")
         (s / "scenes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mine))
         info = json.loads((base / "dataset.json").read_text())
         info.update(rendered=True)
         info["config"]["render"] = {"shard": [i, 2]}
+        info["config_hash"] = config_hash(info["config"], info["object_set_hash"])
         info["counts"].update(rendered=len(mine), failed=0)
         (s / "dataset.json").write_text(json.dumps(info))
         shards.append(s)

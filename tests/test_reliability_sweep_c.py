@@ -185,7 +185,7 @@ PROMPTS_OK = '[mention.prompts]\nlist = "What is in the image?"\n[matching]\npro
 BUILT = {
     "{coco}": _coco,
     "{coco-nan}": lambda t: _coco(t, _areas(math.nan)),
-    "{coco-inf}": lambda t: _coco(t, _areas(math.inf)),
+    "{coco-inf}": lambda t: _coco(t, lambda i: i["annotations"][0].update(area=math.inf)),  # all inf: nothing kept
     "{coco-zero}": lambda t: _coco(t, lambda i: i["annotations"][0].update(area=0)),
     "{coco-negative}": lambda t: _coco(t, lambda i: i["annotations"][1].update(area=-100.0)),
     "{coco-duplicate-category}": lambda t: _coco(t, lambda i: i["categories"].append({"id": 2, "name": "horse"})),
@@ -252,7 +252,7 @@ CASES = {
     # -- W1: caption statistics on areas and categories that are not sizes
     "W1 captions stats: NaN areas": [*STATS, "--captions", "{coco-nan}/captions.json", "--instances",
                                      "{coco-nan}/instances.json"],
-    "W1 captions stats: infinite areas": [*STATS, "--captions", "{coco-inf}/captions.json", "--instances",
+    "W1 captions stats: an infinite area": [*STATS, "--captions", "{coco-inf}/captions.json", "--instances",
                                           "{coco-inf}/instances.json"],
     "W1 captions stats: a zero area": [*STATS, "--captions", "{coco-zero}/captions.json", "--instances",
                                        "{coco-zero}/instances.json"],
@@ -432,7 +432,7 @@ def test_descriptions_links_to_other_schemes_are_not_live(tmp_path):
     evil = ("See [x](javascript:alert(1)), [y]( JaVa&#x73;cript:alert(2)), ![i](data:text/html;base64,PHNjcmlwdD4=), "
             "<vbscript:msgbox(1)>, <a href='javascript:alert(3)'>z</a>, <img src=x onerror=alert(4)> and [r][1].\n\n"
             "[1]: javascript:alert(5)\n\nKept: [the paper](https://arxiv.org/abs/2410.00000).")
-    from comco.report.document import defuse_markdown
+    from comco.report import defuse_markdown
 
     doc = Doc()
     for para in evil.split("\n\n"):
@@ -444,3 +444,16 @@ def test_descriptions_links_to_other_schemes_are_not_live(tmp_path):
     assert '<a href="https://arxiv.org/abs/2410.00000">' in page  # a web link stays a link
     body = doc.html("report").lower().split("<body")[-1]
     assert "<a " not in body.replace("<a href='#", "") and "<img" not in body, body
+
+
+def test_a_prompt_of_a_megabyte_is_refused_where_the_prompts_are_read(tmp_path):
+    """The hang of a 1 MB --vlm-prompts prompt: refused by load_prompts, before any model loads (the
+    table's case reaches it only after its model reference is checked)."""
+    from comco.errors import UserError
+    from comco.probes.mention import load_prompts
+
+    path = Path(BUILT["{prompts-1mb}"](tmp_path))
+    with pytest.raises(UserError, match="longer than"):
+        load_prompts(path)
+    (tmp_path / "ok.toml").write_text(PROMPTS_OK)
+    assert load_prompts(tmp_path / "ok.toml").matching == "Describe the image."

@@ -106,8 +106,8 @@ def render(
     image_timeout: Annotated[Optional[float], typer.Option("--image-timeout", help="Seconds a worker may take for one image before it counts as hung, is replaced and the image retried (default: from preset and resolution, at least 120; 0 = no limit).")] = None,
     executor: Annotated[str, typer.Option(help="local (here, the default), slurm (a SLURM job array of --shards and a merge job that waits for it, through submitit) or slurm-local (submitit's local jobs).")] = "local",
     shards: Annotated[int, typer.Option(help="With --executor slurm|slurm-local: shards of the render, one job each.")] = 1,
-    slurm: Annotated[Optional[list[str]], typer.Option("--slurm", help="With --executor slurm: one key of the shard jobs' request, KEY=VALUE, as a lab recipe's \\[run.slurm] has it (partition, account, qos, constraint, gpus, cpus, memory in GB, time in minutes); repeat it. Checked against sinfo before anything is submitted.")] = None,
-    slurm_config: Annotated[Optional[Path], typer.Option("--slurm-config", help="With --executor slurm: a TOML file whose \\[slurm] table (or a lab recipe's \\[run.slurm]) gives the request; --slurm keys replace its keys.")] = None,
+    slurm: Annotated[Optional[list[str]], typer.Option("--slurm", help="With --executor slurm: one key of the shard jobs' request, KEY=VALUE, as a lab recipe's [run.slurm] has it (partition, account, qos, constraint, gpus, cpus, memory in GB, time in minutes); repeat it. Checked against sinfo before anything is submitted.")] = None,
+    slurm_config: Annotated[Optional[Path], typer.Option("--slurm-config", help="With --executor slurm: a TOML file whose [slurm] table (or a lab recipe's [run.slurm]) gives the request; --slurm keys replace its keys.")] = None,
     overwrite: Overwrite = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Plan, then render every scene with Blender and measure what is visible."""
