@@ -30,7 +30,7 @@ def _worker(rank: int, world: int, port: int, data: str, out: str) -> None:
                        "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank)})
     torch.set_num_threads(1)
     try:
-        run_training(scratch_config(data, out, steps=3))
+        run_training(scratch_config(data, out, steps=3, precision="fp32"))
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -44,7 +44,9 @@ def test_two_processes_match_one(tiny_dataset, tmp_path):
     try:
         from comco.train.run import run_training
 
-        run_training(scratch_config(tiny_dataset, tmp_path / "one", steps=3))
+        # fp32 on both sides: this compares DDP with one process, not bf16 rounding (auto is bf16 on
+        # CPUs with native bf16)
+        run_training(scratch_config(tiny_dataset, tmp_path / "one", steps=3, precision="fp32"))
     finally:
         torch.set_num_threads(threads)
     mp.spawn(_worker, args=(2, _free_port(), str(tiny_dataset), str(tmp_path / "two")), nprocs=2, join=True)
