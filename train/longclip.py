@@ -20,7 +20,8 @@ from comco.train.stretch import freeze_rows, positional_parameter, stretch_text_
 from comco.train.task import decay_groups
 
 OPTIONS = {"keep": 20, "short_weight": 0.1, "pca_rank": 32,
-           "remove_summary": True, "sample": True, "pad": True}
+           "remove_summary": True, "sample": True, "pad": True,
+           "freeze": True}  # Long-CLIP's: the first `keep` stretched positions copied and frozen
 # Each kind's loss weights as its paper's code has them: the official Long-CLIP code adds the
 # long and the short loss 1:1 (its first version weighed the short one 0.1); DeBias-CLIP's
 # takes 0.1 short + 0.9 long.
@@ -77,10 +78,12 @@ class LongClipTask:
             raise UserError(f"--init {init} pools text at '{text_pool_type(self.module)}', where moved "
                             "padding would change the pooled token; pass --no-pad")
         if loaded.stretched_keep is None:
-            self.context_length = stretch_text_positions(self.module, self.options["keep"])
+            self.context_length = stretch_text_positions(self.module, self.options["keep"],
+                                                         freeze=self.options["freeze"])
         else:  # a Long-CLIP-style model already: go on at its length, its copied rows still frozen
             self.options["keep"] = loaded.stretched_keep
-            freeze_rows(positional_parameter(self.module), loaded.stretched_keep)
+            if self.options["freeze"]:
+                freeze_rows(positional_parameter(self.module), loaded.stretched_keep)
             self.context_length = int(self.module.context_length)
         self.tokenizer, self.pad_id = tokenizer_for(loaded, self.context_length)
         self.images = FileImages([s.image for s in self.samples], loaded.preprocess)

@@ -25,6 +25,16 @@ from comco.errors import UserError
 from comco.train.clip_forward import clamp_logit_scale, clip_features
 from comco.train.config import TrainConfig
 from comco.train.data import TrainData
+from comco.train.fixes import (
+    NEGCLIP,
+    SIGLIP_INIT_BIAS,
+    SIGLIP_INIT_SCALE,
+    foil,
+    negclip_loss,
+    reorder,
+    siglip_loss,
+    vocabulary,
+)
 from comco.train.images import OPENAI_MEAN, OPENAI_STD, CachedImages, MicroBatches, iterate
 from comco.train.losses import contrastive_loss
 from comco.train.objectives import OBJECTIVES, is_text_only
@@ -43,6 +53,7 @@ SIZE = {"resolution": 64, "patch_size": 8, "vision_width": 128, "vision_layers":
         "text_width": 128, "text_layers": 4, "embed_dim": 128, "context_length": 32, "vision_tower": "vit"}
 TOWERS = ("vit", "conv")
 _SALT_CAPTION = 0xCA9
+_SALT_FIX = 0xF1C  # the fixes' draws (mention order, foil), apart from the caption's
 
 
 def scratch_cfg(resolution: int = 64, patch_size: int = 8, vision_width: int = 128, vision_layers: int = 4,
@@ -84,6 +95,8 @@ def model_spec_of(options: dict) -> dict:
     from comco.models import text_tower_spec
 
     model_cfg = scratch_cfg(**{k: options.get(k, v) for k, v in SIZE.items()})
+    if options.get("objective") == "siglip":  # SigLIP's learnable temperature and bias, its code's init
+        model_cfg.update(init_logit_scale=SIGLIP_INIT_SCALE, init_logit_bias=SIGLIP_INIT_BIAS)
     spec = {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": model_cfg,
             "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
     tower = text_tower_spec(options.get("text_attention", "causal"), options.get("text_pool"))
@@ -149,6 +162,8 @@ class ScratchTask:
         if cfg.options.get("checkpoint_spacing", "even") not in SPACINGS:
             raise UserError(f"checkpoint_spacing '{cfg.options['checkpoint_spacing']}': use one of "
                             f"{', '.join(SPACINGS)}")
+        if self.objective in NEGCLIP:  # the mentions a swap foil draws its absent object from
+            self.vocab = vocabulary(c for sample in self.samples for c in sample.captions)
         if is_text_only(self.objective):
             add_text_dropout(self.module)
             self.images = _no_images  # the captions alone: no image is decoded
@@ -163,7 +178,7 @@ class ScratchTask:
     def texts(self, epoch: int, indices: list[int]) -> dict[str, torch.Tensor]:
         """One caption per sample, uniform over its templates x mention orders (the paraphrase
         objective: two, see comco.train.paraphrase)."""
-        captions, pairs = [], []
+        captions, pairs, foils = [], [], []
         for i in indices:
             options = self.samples[i].captions
             rng = sample_rng(self.cfg.seed, epoch, i, _SALT_CAPTION)
@@ -173,7 +188,17 @@ class ScratchTask:
                 pairs.append(pair)
             else:
                 captions.append(options[int(rng.integers(len(options)))])
-        return {"text": self.tokenizer(captions), **({"pair": self.tokenizer(pairs)} if pairs else {})}
+            fix_rng = sample_rng(self.cfg.seed, epoch, i, _SALT_FIX)
+            if self.objective == "orderaug" or NEGCLIP.get(self.objective, ((), False))[1]:
+                captions[-1] = reorder(captions[-1], fix_rng)
+            if self.objective in NEGCLIP:
+                drawn = foil(captions[-1], self.vocab, fix_rng, NEGCLIP[self.objective][0])
+                foils.append(drawn[1] if drawn else None)
+        out = {"text": self.tokenizer(captions), **({"pair": self.tokenizer(pairs)} if pairs else {})}
+        if self.objective in NEGCLIP:
+            out["foil"] = self.tokenizer([f if f is not None else c for f, c in zip(foils, captions)])
+            out["has_foil"] = torch.tensor([f is not None for f in foils])
+        return out
 
     def batches(self, plan: Iterable[tuple[int, list[int]]]):
         return iterate(MicroBatches(self.images, self.texts), plan, self.workers())
@@ -192,7 +217,17 @@ class ScratchTask:
             return simcse_loss(module, batch.tensors["text"])
         if self.objective == "paraphrase":
             return paraphrase_loss(module, batch.tensors["text"], batch.tensors["pair"])
+        if self.objective in NEGCLIP:  # captions and foils through the text tower in one call
+            n = len(batch.tensors["text"])
+            image, text, scale = clip_features(module, batch.tensors["image"],
+                                               torch.cat([batch.tensors["text"], batch.tensors["foil"]]))
+            loss = negclip_loss(image, text[:n], text[n:], scale, batch.tensors["has_foil"])
+            return loss, {"logit_scale": float(scale.detach())}
         image, text, scale = clip_features(module, batch.tensors["image"], batch.tensors["text"])
+        if self.objective == "siglip":
+            bias = getattr(module, "module", module).logit_bias
+            loss = siglip_loss(image, text, scale, bias)
+            return loss, {"logit_scale": float(scale.detach()), "logit_bias": float(bias.detach())}
         loss = contrastive_loss(image, text, scale, self.cfg.label_smoothing)
         return loss, {"logit_scale": float(scale.detach())}
 

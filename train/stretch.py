@@ -74,8 +74,9 @@ def freeze_rows(parameter: nn.Parameter, rows: int) -> None:
     parameter._comco_frozen_rows = rows  # read by param_groups() and by tests
 
 
-def stretch_text_positions(model: nn.Module, keep: int = 20) -> int:
-    """Stretch the model's text positions in place; returns the new context length."""
+def stretch_text_positions(model: nn.Module, keep: int = 20, freeze: bool = True) -> int:
+    """Stretch the model's text positions in place; returns the new context length.
+    freeze False: the `keep` copied rows are trained like the rest (Long-CLIP freezes them)."""
     tower = _text_tower(model)
     old = tower.positional_embedding
     new_table = stretch_table(old.data, keep)
@@ -90,7 +91,8 @@ def stretch_text_positions(model: nn.Module, keep: int = 20) -> int:
             owner.context_length = new_length
         if hasattr(owner, "num_pos"):
             owner.num_pos = new_length
-    freeze_rows(tower.positional_embedding, keep)
+    if freeze:
+        freeze_rows(tower.positional_embedding, keep)
     return new_length
 
 

@@ -345,6 +345,8 @@ class _Parts:
                            "short_weight": v.get("short_weight", 0.1)}
                 if v["kind"] == "debias":
                     options.update({k: v.get(k, True) for k in ("remove_summary", "sample", "pad")})
+                if "freeze" in v:  # set only where a variant names it: the stage keys of the rest stay as they were
+                    options["freeze"] = v["freeze"]
                 out.append(_stage(key, {
                     "kind": v["kind"], "variant": v["name"], "seed": seed, "steps": ft["steps"],
                     "batch_size": ft["batch_size"], "lr": ft["lr"], "warmup": ft["warmup"],

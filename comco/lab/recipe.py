@@ -150,6 +150,7 @@ def _object_set(path, v):
 VARIANT = {
     "name": _name(), "kind": _choice(FINETUNE_KINDS), "short_weight": _float(0.0, 1.0),
     "remove_summary": _bool(), "sample": _bool(), "pad": _bool(),
+    "freeze": _bool(),  # false: the copied first `keep` stretched positions train too (Long-CLIP freezes them)
 }
 VARIANT_REQUIRED = ("name", "kind")
 
