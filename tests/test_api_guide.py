@@ -4,7 +4,6 @@ itself). A guide whose code no longer runs fails here. Also: `import comco` is t
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -45,15 +44,12 @@ def test_the_guide_runs_as_written(tmp_path, capsys):
 
     if importlib.util.find_spec("bpy") is None:  # found, not imported: bpy loads in the render workers only
         pytest.skip("bpy is not installed")
-    here = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        namespace: dict = {"__name__": "guide"}
-        for k, code in enumerate(blocks()):
-            exec(compile(code, f"{GUIDE.name} block {k + 1}", "exec"), namespace)
-    finally:
-        os.chdir(here)
-    printed = capsys.readouterr().out.splitlines()
+    # in a fresh interpreter, as a notebook kernel runs it: the blocks in order, one namespace, and
+    # no __main__ file for the render workers to import again (a script needs `if __name__ == "__main__":`)
+    code = "\n\n".join(blocks())
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    printed = r.stdout.splitlines()
     table = [line for line in printed if "bare-name gallery" in line]
     assert [line.split()[5] for line in table] == ["1st", "2nd", "3rd", "1st", "2nd", "3rd", "4th"]
     assert (tmp_path / "data" / "scenes.jsonl").is_file() and (tmp_path / "probe" / "report.html").is_file()

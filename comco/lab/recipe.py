@@ -190,9 +190,11 @@ def _variants(path, v):
 
 # SLURM's own character sets for the strings that reach sbatch (each becomes an #SBATCH line of
 # the job script, so a newline or a '#' in one would write shell lines that run on the cluster):
-# partition, account and QOS names are letters, digits, '_', '-' and '.'; a --constraint is
+# partition, account and QOS names are letters, digits, '_', '-' and '.' (partitions may be a
+# comma-separated list, as sbatch --partition takes them); a --constraint is
 # feature names joined by its operators & | , * [ ] ( ) ! and counts.
 SLURM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+SLURM_NAMES = re.compile(r"[A-Za-z0-9_.-]{1,128}(,[A-Za-z0-9_.-]{1,128}){0,63}")  # sbatch -p takes a list
 SLURM_CONSTRAINT = re.compile(r"[A-Za-z0-9_.&|,*\[\]()!:-]{1,1024}")
 
 
@@ -207,7 +209,8 @@ def _slurm_str(pattern: re.Pattern, what: str) -> Callable:
 
 # [run.slurm]: the sbatch request of every stage job; a [run.slurm.KIND] table (KIND a stage
 # kind) replaces keys for that kind's jobs. memory is in GB, time in minutes.
-SLURM_REQUEST = {"partition": _slurm_str(SLURM_NAME, "a partition name: letters, digits, '_', '-', '.'"),
+SLURM_REQUEST = {"partition": _slurm_str(SLURM_NAMES, "partition names, comma-separated: letters, digits, "
+                                                     "'_', '-', '.'"),
                  "account": _slurm_str(SLURM_NAME, "an account name: letters, digits, '_', '-', '.'"),
                  "qos": _slurm_str(SLURM_NAME, "a QOS name: letters, digits, '_', '-', '.'"),
                  "gpus": _int(0, 64), "cpus": _int(1, 1024),
