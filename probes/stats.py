@@ -60,6 +60,34 @@ def cluster_bootstrap(sums: np.ndarray, counts: np.ndarray, *, n_boot: int, seed
     return float(lo), float(hi)
 
 
+def macro_accuracy(hits, groups, *, chance: float | None = None, n_boot: int = DEFAULT_BOOTSTRAP,
+                   seed: int = 0, level: float = 0.95) -> dict:
+    """The mean of per-group accuracies (a benchmark's "macro" score), as `accuracy`'s dict plus
+    "groups". The bootstrap resamples trials within each group (the groups are the benchmark's
+    fixed categories, so each keeps its size); "clusters" is the number of trials resampled."""
+    hits = np.asarray(hits, dtype=np.float64)
+    groups = np.asarray(groups)
+    names = list(dict.fromkeys(groups.tolist()))
+    out = {"acc": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": int(hits.size),
+           "clusters": int(hits.size), "chance": chance, "groups": len(names)}
+    if not names:
+        return out
+    members = [hits[groups == g] for g in names]
+    out["acc"] = float(np.mean([m.mean() for m in members]))
+    if n_boot <= 0 or hits.size < 2:
+        out["lo"] = out["hi"] = out["acc"]
+        return out
+    rng = np.random.default_rng(seed)
+    stats = np.zeros(n_boot)
+    for m in members:  # each group's bootstrap mean, drawn with its own size
+        w = rng.multinomial(m.size, np.full(m.size, 1.0 / m.size), size=n_boot)
+        stats += (w @ m) / m.size
+    stats /= len(members)
+    a = (1 - level) / 2
+    out["lo"], out["hi"] = (float(v) for v in np.quantile(stats, [a, 1 - a]))
+    return out
+
+
 def mean_with_interval(values, clusters=None, **kw) -> dict:
     """The same summary for a real-valued measurement (e.g. attention mass)."""
     out = accuracy(values, clusters, **kw)

@@ -42,30 +42,34 @@ def _check_out(out: Path) -> Path:
 
 def run_compositional_eval(benchmark: str, root: Path, specs: list, out: Path, *, device: str = "cpu",
                            batch_size: int = 64, cache_dir: Path | None = None, progress=None, n_boot: int = 1000,
-                           say: Callable[[str], None] = lambda _: None) -> dict:
+                           say: Callable[[str], None] = lambda _: None, loader_options: dict | None = None) -> dict:
+    """Score every model on one compositional benchmark; write results.json and the page.
+
+    `loader_options` reach the benchmark's loader (`tagger`: ARO's order foils without spaCy)."""
     from comco.probes.natural.compositional import (
         COMPOSITIONAL,
         crop_images,
         evaluate_compositional,
         load_compositional,
+        needs_preparing,
         summarise,
     )
 
     out = _check_out(out)
-    split = load_compositional(benchmark, root)
+    split = load_compositional(benchmark, root, **(loader_options or {}))
     about = COMPOSITIONAL[benchmark]
     say(f"{benchmark}: {len(split.trials)} items" + "".join(f"; left out: {n} {w}" for w, n in split.skipped.items()))
     entries = []
     with tempfile.TemporaryDirectory(prefix="comco-crops-") as tmp:
-        paths = crop_images(split.trials, Path(tmp)) if hasattr(split.trials[0], "box") else None
+        paths = crop_images(split.trials, Path(tmp)) if needs_preparing(split.trials) else None
         for entry, embedder in _models(specs, device, batch_size, cache_dir, progress, f"{benchmark} compositional"):
             hits = evaluate_compositional(embedder, split, paths)
-            entry["scores"] = summarise(split, hits, about.chance, n_boot)
+            entry["scores"] = summarise(split, hits, n_boot)
             entry["embedding_stats"] = dict(embedder.stats)
             entries.append(entry)
     payload = {"kind": "compositional", "generator": GENERATOR, "benchmark": benchmark,
                "benchmark_about": about.about, "unit": about.unit, "root": str(root), "items": len(split.trials),
-               "skipped": split.skipped, "models": entries}
+               "skipped": split.skipped, "headline": list(about.headline), "models": entries}
     written = write_report(out, "compositional", payload, [
         f"benchmark: **{benchmark}** ({about.about}), {len(split.trials)} items, root {root}",
         "left out: " + (", ".join(f"{n} {w}" for w, n in split.skipped.items()) or "none"),
