@@ -99,13 +99,21 @@ def test_labclip_end_to_end_on_a_colour_dataset(tmp_path, capsys):
     assert {"train", "test"} <= set(summary["binding_before"]) and (tmp_path / "out" / "binding.json").is_file()
     from comco.cli.train import _report
 
-    _report("labclip", summary)  # the printed line carries the count, the interval, chance and the too-few rule
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  held-out")]
+    _report("labclip", summary)  # the printed lines carry the count, the interval, chance and the too-few rule
+    out = capsys.readouterr().out
+    assert " -> " not in out.split("binding accuracy")[1]  # no bare "0.556 -> 0.556"
+    lines = [x for x in out.splitlines() if x.startswith(("  held-out before", "  held-out after"))]
     n_test = summary["n_test"]
     assert len(lines) == 2 and n_test < 20
     for line in lines:
         assert f"n={n_test}" in line and "chance 50.0 %" in line and "too few to read" in line
         assert re.search(r"\[\d+\.\d-\d+\.\d\]", line), line
+    change = [x for x in out.splitlines() if x.startswith("  held-out change")]
+    assert len(change) == 1 and re.search(r"[+-]\d+\.\d points \[[+-]\d+\.\d, [+-]\d+\.\d\]", change[0])
+    assert out.strip().splitlines()[-1] == f"open {tmp_path / 'out' / 'report.html'}"
+    page = (tmp_path / "out" / "report.md").read_text()  # the page: count, interval, chance, too-few rule
+    assert "| chance |" in page and "images: too few to read" in page and "| 50.0 |" in page
+    assert (tmp_path / "out" / "report.html").read_text().startswith("<!doctype html>")
     from comco.models import load_model
 
     mapped = load_model(f"ckpt:{tmp_path / 'out' / 'model.pt'}")

@@ -230,11 +230,26 @@ class LabclipTask:
             self.module.text_map.weight.copy_(checkpoint["text_map"])
             self.module.logit_scale.copy_(checkpoint["labclip_logit_scale"])
 
+    def change_stats(self, text_map: torch.Tensor) -> dict[str, dict]:
+        """Per split, after - before on the same captions (paired), resampled by image; no chance."""
+        result = {}
+        for split, rows in (("train", self.train_rows), ("test", self.test_rows)):
+            if len(rows):
+                r = self.rows(rows)
+                diff = (binding_hits(r["image"], r["text"], r["negative"], text_map).astype(np.float64)
+                        - binding_hits(r["image"], r["text"], r["negative"], None))
+                result[split] = accuracy(diff, self.image_of_row[rows].numpy(), seed=self.cfg.seed)
+        return result
+
     def finish(self, out) -> dict:
+        from comco.probes.binding_page import write_binding_page
+
         after = self.evaluate(self.text_map())
         report = {"binding_before": self.before, "binding_after": after,
                   "binding_stats": {"before": self.before_stats, "after": self.evaluate_stats(self.text_map())},
+                  "binding_change": self.change_stats(self.text_map()),
                   "n_train": len(self.train_rows), "n_test": len(self.test_rows)}
         if distributed.is_main():
             write_json(Path(out) / "binding.json", report, sort_keys=False)
+            write_binding_page(Path(out), report)
         return report

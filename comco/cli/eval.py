@@ -93,7 +93,8 @@ def analyses(benchmark: Benchmark, root: Root, out: Out, model: Models = None, p
         no_cache, quiet, which, trust_remote_code)
 
 
-COMPOSITIONAL_HELP = "sugarcrepe, winoground, aro-vg-relation, aro-vg-attribution, whatsup"
+COMPOSITIONAL_HELP = ("sugarcrepe, sugarcrepe-pp, winoground, eqben, aro-vg-relation, aro-vg-attribution, "
+                      "aro-coco-order, aro-flickr30k-order, whatsup, valse")
 
 
 def run_scores(kind: str, root: Path, models: list[str], pretrained: list[str], out: Path, device: str,
@@ -162,6 +163,9 @@ def tradeoff(out: Out, results: Annotated[Optional[List[Path]], typer.Option(
                                    "repeat")] = None,
              models: Annotated[str, typer.Option(
                  "--models", help="comma-separated model labels to keep, in this order (default: every one)")] = "",
+             lab: Annotated[Optional[Path], typer.Option(
+                 "--lab", help="a comco lab run --out folder: its probed models' TOR and IOR shares; eval folders' "
+                               "ckpt:RUN/stages/STAGE/model.pt models are named by their stage")] = None,
              quiet: Quiet = False) -> None:
     """One table and figure: TOR first share and IOR largest share beside compositional, retrieval and zero-shot
     scores, per model, each with its interval, count and chance."""
@@ -170,7 +174,8 @@ def tradeoff(out: Out, results: Annotated[Optional[List[Path]], typer.Option(
         from comco.probes.natural import gather_tradeoff, write_tradeoff
 
         require_folder(out, "--out")
-        measures, table = gather_tradeoff(list(results or []), [m.strip() for m in models.split(",") if m.strip()] or None)
+        keep = [m.strip() for m in models.split(",") if m.strip()] or None
+        measures, table = gather_tradeoff(list(results or []), keep, lab)
         if not table:
             raise UserError("the --results folders hold no model's numbers")
         write_tradeoff(out, measures, table)

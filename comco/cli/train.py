@@ -82,16 +82,12 @@ def _report(kind: str, summary: dict) -> None:
     loss = f", loss {last['loss']:.4f}" if "loss" in last else ""
     typer.echo(f"{kind}: {state} at step {summary['step']}/{summary['total_steps']}{loss} -> {summary['checkpoint']}")
     if "binding_after" in summary:
-        before, after = summary["binding_before"], summary["binding_after"]
-        typer.echo(f"binding accuracy (held-out): {before.get('test', float('nan')):.3f} -> "
-                   f"{after.get('test', float('nan')):.3f} (train {before.get('train', float('nan')):.3f} -> "
-                   f"{after.get('train', float('nan')):.3f})")
-        from comco.report import stat_text
+        from comco.probes.binding_page import binding_lines
 
-        for when, stats in (summary.get("binding_stats") or {}).items():
-            if "test" in stats:
-                typer.echo(f"  held-out {when}: {stat_text(stats['test'], 'images')}")
-        typer.echo(f"open {Path(summary['checkpoint']).parent / 'binding.json'}")  # the one file to open, last
+        typer.echo("binding accuracy (image closer to its caption than to the attribute-swapped one):")
+        for line in binding_lines(summary):
+            typer.echo(f"  {line}")
+        typer.echo(f"open {Path(summary['checkpoint']).parent / 'report.html'}")  # the one file to open, last
 
 
 @app.command()

@@ -333,3 +333,33 @@ def summarise(split: CompoSplit, hits: dict[str, list[bool]], n_boot: int = 1000
                 out[f"{name} accuracy"] = _rows(got["hits"], got["units"], got["categories"],
                                                 [chance] * len(got["hits"]), n_boot)
     return out
+
+
+def scoring_lines(name: str) -> list[str]:
+    """How a benchmark's page reads its numbers: the scores' definitions, the authors' summaries
+    and the named deviations."""
+    bench = COMPOSITIONAL[name]
+    if set(bench.chance) == set(WINOGROUND_CHANCE):
+        lines = ["text: each image's own caption above the other caption; image: each caption's own image above "
+                 "the other image; group: both (Thrush et al.); chance 25 %, 25 %, 16.7 %"]
+    elif name == "sugarcrepe-pp":
+        lines = ["ITT: both true captions above the negative for the image; TOT: the two true captions closer to "
+                 "each other than either is to the negative (text encoder alone); ITT caption 1 / 2: one true "
+                 "caption against the negative; chance 33.3 %, 33.3 %, 50 %"]
+    else:
+        lines = ["accuracy: % of items whose true caption scores above every foil; chance 1 / options (the mean "
+                 "over items where their counts differ)"]
+    lines.append("a win needs a strict >: a tie is not a win (the authors' argmax gives a tie to the option listed "
+                 "first); a foil identical to the true caption is left out and counted")
+    if bench.macro is not None:
+        lines.append(f"macro accuracy (ARO's headline): {bench.macro_rule}; its interval resamples items within "
+                     "each category")
+    if name == "whatsup":
+        lines.append("pair accuracy: both images of a preposition pair (left/right, on/under, in-front/behind) of one "
+                     "object pair right, chance 1/16; set accuracy: all four, chance 1/256 (Kamath et al.); "
+                     "resampled by object pair")
+    if name.endswith("-order"):
+        lines.append("foils built as ARO's loader builds them (spaCy en_core_web_sm tags); deviations: spaCy's "
+                     "tokens for the trigram foils (ARO: NLTK's word_tokenize) and one seeded generator per caption "
+                     "(ARO: the global random state)")
+    return lines

@@ -52,6 +52,7 @@ def run_compositional_eval(benchmark: str, root: Path, specs: list, out: Path, *
         evaluate_compositional,
         load_compositional,
         needs_preparing,
+        scoring_lines,
         summarise,
     )
 
@@ -73,9 +74,8 @@ def run_compositional_eval(benchmark: str, root: Path, specs: list, out: Path, *
     written = write_report(out, "compositional", payload, [
         f"benchmark: **{benchmark}** ({about.about}), {len(split.trials)} items, root {root}",
         "left out: " + (", ".join(f"{n} {w}" for w, n in split.skipped.items()) or "none"),
-        "scores are % won; a win needs the true caption strictly above every foil (Winoground: its "
-        "text, image and group scores; a tie is not a win); 95 % bootstrap interval over "
-        f"{about.unit}; category all is pooled over {about.unit}"])
+        *scoring_lines(benchmark),
+        f"95 % bootstrap interval over {about.unit}; category all is pooled over {about.unit}"])
     say("wrote " + ", ".join(str(p) for p in written))
     return payload
 

@@ -1,7 +1,9 @@
 """`comco eval tradeoff`: one table and one figure with each model's order and size biases
-(TOR first share, IOR largest share, from `comco probe` folders) beside its compositional,
-retrieval and zero-shot scores (from `comco eval` folders), each with its interval, count
-and chance: the table a de-biasing paper prints. Models are matched by their label."""
+(TOR first share, IOR largest share, from `comco probe` folders or a `comco lab run` folder's
+probe stages) beside its compositional, retrieval and zero-shot scores (from `comco eval`
+folders), each with its interval, count and chance: the table a de-biasing paper prints.
+Models are matched by their label; a lab run's models by their checkpoint, `ckpt:RUN/stages/
+STAGE/model.pt` in the eval folders, and named by their stage (scratch-simco-p1-s0)."""
 
 from __future__ import annotations
 
@@ -34,11 +36,64 @@ def _probe_measures(results: dict) -> dict[str, dict[str, dict]]:
     return out
 
 
-def _eval_measures(payload: dict) -> dict[str, dict[str, dict]]:
-    """model -> measure -> stat from a `comco eval retrieval|compositional|zeroshot` results.json."""
+def _lab_stat(block: dict | None, role: str) -> dict | None:
+    stat = next((s for s in (block or {}).get("conditional", []) if s.get("role") == role), None)
+    if not stat or stat.get("value") is None:
+        return None
+    return _stat(stat["value"], stat.get("lo"), stat.get("hi"), stat.get("n"), stat.get("clusters"), stat.get("chance"))
+
+
+def lab_models(run: Path) -> dict[str, tuple[Path, dict[str, dict]]]:
+    """A lab run's probed models: stage label -> (its checkpoint, {"TOR first share", "IOR largest
+    share"}), read from each probe stage on the run's test set as the probe page's headline reads
+    them (4 objects where the test set has them, else the most; the `and` captions; ComCO's
+    conditional share)."""
+    from comco.probes.page import HEADLINE_COUNT, HEADLINE_TEMPLATE
+
+    stages = Path(run) / "stages"
+    if not stages.is_dir():
+        raise UserError(f"--lab {run} has no stages/ folder; give a comco lab run --out folder")
+    out: dict[str, tuple[Path, dict[str, dict]]] = {}
+    for folder in sorted(stages.iterdir()):
+        info, results = folder / "stage.json", folder / "results.json"
+        if not (info.is_file() and results.is_file()):
+            continue
+        try:
+            stage, res = (json.loads(p.read_text(encoding="utf-8")) for p in (info, results))
+        except (ValueError, UnicodeDecodeError):
+            raise UserError(f"--lab {run}: {folder} holds a damaged stage.json or results.json; run the lab "
+                            "again to remake that stage") from None
+        deps = stage.get("deps") or {}
+        if stage.get("kind") != "probe" or not str(deps.get("test", "")).startswith("render-test-"):
+            continue  # only the probes on the run's own test set
+        model = deps.get("model")
+        label = model or folder.name.removeprefix("probe-")
+        tor = res.get("tor") or {}
+        template = tor.get(HEADLINE_TEMPLATE) or next(iter(tor.values()), {})
+        got = {}
+        for name, block, role in (("TOR first share", template, "1st"),
+                                  ("IOR largest share", res.get("ior"), "largest")):
+            counts = [int(k) for k in (block or {}) if str(k).isdigit()]
+            if counts:
+                n = HEADLINE_COUNT if HEADLINE_COUNT in counts else max(counts)
+                if (stat := _lab_stat(block[str(n)], role)) is not None:
+                    got[name] = stat
+        out[label] = ((stages / model / "model.pt") if model else (folder / "model.pt"), got)
+    if not out:
+        raise UserError(f"--lab {run} holds no finished probe stage; run comco lab run first")
+    return out
+
+
+def _eval_measures(payload: dict, rename: dict[Path, str] | None = None) -> dict[str, dict[str, dict]]:
+    """model -> measure -> stat from a `comco eval retrieval|compositional|zeroshot` results.json;
+    `rename` names a `ckpt:` model by its checkpoint (a lab run's stage labels)."""
     out: dict[str, dict[str, dict]] = {}
     for model in payload.get("models", []):
-        got = out.setdefault(model["label"], {})
+        label = model["label"]
+        name = str(model.get("model") or "")
+        if rename and name.startswith("ckpt:"):
+            label = rename.get(Path(name[5:]).expanduser().resolve(), label)
+        got = out.setdefault(label, {})
         if payload["kind"] == "retrieval":
             r = model["result"]
             chance = 1 / r["n_images"] if r["n_images"] else None
@@ -46,26 +101,38 @@ def _eval_measures(payload: dict) -> dict[str, dict[str, dict]]:
                 lo, hi = r[d].get("R@1_ci95") or (None, None)
                 got[f"{payload['benchmark']} {name} R@1"] = _stat(r[d]["R@1"], lo, hi, n, r["n_images"], chance)
         elif payload["kind"] in ("compositional", "zeroshot"):
+            shown = payload.get("headline") or list(model["scores"])  # the authors' headline metrics
             for metric, cats in model["scores"].items():
-                if "all" in cats:
+                if "all" in cats and metric in shown:
                     name = (f"zero-shot {metric}" if payload["kind"] == "zeroshot"
                             else f"{payload['benchmark']} {metric}")
                     got[name] = cats["all"]
     return out
 
 
-def gather_tradeoff(folders: list[Path],
-                    models: list[str] | None = None) -> tuple[list[str], dict[str, dict[str, dict]]]:
+def gather_tradeoff(folders: list[Path], models: list[str] | None = None,
+                    lab: Path | None = None) -> tuple[list[str], dict[str, dict[str, dict]]]:
     """(measures in the order first seen, model -> measure -> stat with "from": its folder).
 
     Args:
         folders: `comco probe` and `comco eval retrieval|compositional|zeroshot` output folders.
         models: the labels to keep, in this order (None: every model, in the order first seen).
+        lab: a `comco lab run` folder: its probed models' TOR and IOR shares, and the eval folders'
+            `ckpt:` models named by the lab stage whose checkpoint they are.
     """
-    if not folders:
-        raise UserError("give at least one --results DIR (a comco probe or comco eval output folder)")
+    if not folders and lab is None:
+        raise UserError("give at least one --results DIR (a comco probe or comco eval output folder) or --lab RUN")
     measures: list[str] = []
     table: dict[str, dict[str, dict]] = {}
+    rename: dict[Path, str] = {}
+    if lab is not None:
+        for label, (checkpoint, got) in lab_models(Path(lab)).items():
+            rename[checkpoint.resolve()] = label
+            for name, stat in got.items():
+                if name not in measures:
+                    measures.append(name)
+                table.setdefault(label, {})[name] = {**stat, "from": str(Path(lab) / "stages")}
+            table.setdefault(label, {})
     for folder in folders:
         path = Path(folder) / "results.json"
         if not path.is_file():
@@ -77,7 +144,7 @@ def gather_tradeoff(folders: list[Path],
         if "probes" in payload:
             found = _probe_measures(payload)
         elif payload.get("kind") in ("retrieval", "compositional", "zeroshot"):
-            found = _eval_measures(payload)
+            found = _eval_measures(payload, rename)
         else:
             raise UserError(f"{path} is neither a comco probe nor a comco eval retrieval, compositional or "
                             "zeroshot result")
