@@ -330,3 +330,16 @@ def test_commands_bad_input_exit_2_with_one_line(tmp_path):
     result = invoke("compositional", "--benchmark", "nope", "--root", tmp_path, "--model", "ViT-S-32",
                     "--pretrained", "none", "--out", tmp_path / "o", "--quiet", "--no-cache", "--device", "cpu")
     assert result.exit_code == 2 and "unknown compositional benchmark" in result.output
+
+
+def test_zeroshot_imagenet_classnames_by_name(tmp_path):
+    from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
+
+    root = tmp_path / "val"
+    for k in range(1000):
+        (root / f"n{k:08d}").mkdir(parents=True)
+    image(root / "n00000000" / "a.png", RED)
+    split = zs.load_folder(root, Path("imagenet"))
+    assert split.classes == list(IMAGENET_CLASSNAMES) and split.classes[0] == "tench"
+    with pytest.raises(UserError, match="1000 names for 3 class folders"):
+        zs.load_folder(write_folder(tmp_path / "f"), Path("imagenet"))

@@ -146,7 +146,8 @@ def compositional(benchmark: Annotated[str, typer.Option("--benchmark", help=COM
 def zeroshot(root: Annotated[Path, typer.Option("--root", help="an ImageNet-style folder: one subfolder per class")],
              out: Out, model: Models = None, pretrained: Pretrained = None,
              classnames: Annotated[Optional[Path], typer.Option(
-                 "--classnames", help="one class name a line, in the folders' sorted order")] = None,
+                 "--classnames", help="a file, one class name a line in the folders' sorted order, or imagenet "
+                                      "(open_clip's IMAGENET_CLASSNAMES)")] = None,
              prompts: Annotated[str, typer.Option(
                  "--prompts", help="prompt templates: openai or simple (open_clip's ImageNet templates) or a "
                                    "file, one {} a line")] = "openai",

@@ -132,8 +132,9 @@ def write_report(out: Path, kind: str, payload: dict, lines: list[str]) -> list[
     title = "Compositional benchmark" if kind == "compositional" else "Zero-shot classification"
     doc = Doc()
     doc.h(1, title)
-    for line in lines + [f"a score from fewer than {MIN_TRIALS} resampled {payload.get('unit', 'units')} shows its "
-                         "count instead (\"12 items: too few to read\"); results.json and the CSV keep every number"]:
+    unit = payload.get("unit", "units")
+    for line in lines + [f"a score from fewer than {MIN_TRIALS} resampled {unit} shows its count instead "
+                         f"(\"12 {unit}: too few to read\"); results.json and the CSV keep every number"]:
         doc.p(line)
     doc.table(COLUMNS, [[row.get(c, "") for c in COLUMNS] for row in shown])
     if dashes.reasons:

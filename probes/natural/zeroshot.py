@@ -19,6 +19,7 @@ from comco.errors import UserError
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".gif", ".ppm", ".pgm", ".jfif"}
 NAMED_TEMPLATES = ("openai", "simple")  # open_clip.zero_shot_metadata OPENAI_/SIMPLE_IMAGENET_TEMPLATES
+NAMED_CLASSNAMES = ("imagenet",)  # open_clip.zero_shot_metadata IMAGENET_CLASSNAMES (sorted wnid order)
 KS = (1, 5)
 
 
@@ -40,9 +41,15 @@ def load_folder(root: Path, classnames: Path | None = None) -> ZeroShotSplit:
     folders = sorted(p.name for p in root.iterdir() if p.is_dir())
     if len(folders) < 2:
         raise UserError(f"zeroshot: {root} has {len(folders)} class subfolders; zero-shot needs two or more")
-    if classnames is not None:
+    if classnames is not None and str(classnames) in NAMED_CLASSNAMES and not Path(classnames).exists():
+        names = named_classnames(str(classnames))
+        if len(names) != len(folders):
+            raise UserError(f"zeroshot: --classnames {classnames} has {len(names)} names for {len(folders)} class "
+                            "folders; give the full ImageNet-1k val folder (1000 wnid folders) or a file")
+    elif classnames is not None:
         if not Path(classnames).is_file():
-            raise UserError(f"zeroshot: --classnames {classnames} is not a file; give one class name a line")
+            raise UserError(f"zeroshot: --classnames {classnames} is not a file; give one class name a line, "
+                            "or imagenet (open_clip's IMAGENET_CLASSNAMES)")
         names = [ln.strip() for ln in Path(classnames).read_text(encoding="utf-8").splitlines() if ln.strip()]
         if len(names) != len(folders):
             raise UserError(f"zeroshot: --classnames has {len(names)} names for {len(folders)} class folders; "
@@ -63,6 +70,13 @@ def load_folder(root: Path, classnames: Path | None = None) -> ZeroShotSplit:
     if not images:
         raise UserError(f"zeroshot: no images in the class folders under {root}")
     return ZeroShotSplit(root, names, folders, images, np.array(labels), unreadable)
+
+
+def named_classnames(name: str) -> list[str]:
+    """open_clip's class names by name: imagenet -> IMAGENET_CLASSNAMES (1000, the sorted wnid order)."""
+    from open_clip import zero_shot_metadata as meta
+
+    return list(meta.IMAGENET_CLASSNAMES)
 
 
 def templates(name_or_file: str) -> tuple[str, list]:

@@ -8,13 +8,18 @@ from comco.lab.report.context import SetContext
 from comco.lab.report.dose import footnotes
 from comco.lab.report.figures import bar_plot
 from comco.lab.report.finetune import change_sentence
-from comco.lab.report.stats import cell, paired, pct, signed, summarize
+from comco.lab.report.stats import cell, counted, paired, pct, signed, summarize
 from comco.lab.report.verdict import UP, judge_paired, loo_sentence
-from comco.report import Dashes
+from comco.report import MIN_TRIALS, Dashes
 
 # LABCLIP's held-out binding on CLEVR (ViT-B/32, REFERENCE.md), and what the lab calls restored
 PUBLISHED_LABCLIP_BINDING = 0.95
 RESTORED_BINDING = 0.9
+
+
+def _fewest(counts: list) -> str:
+    known = [int(n) for n in counts if n is not None]
+    return str(min(known)) if known else "not recorded"
 
 
 def labclip_section(c: SetContext) -> dict:
@@ -54,11 +59,18 @@ def labclip_section(c: SetContext) -> dict:
         return {"passing": 0}
     before_v = [r["binding_before"].get("test") if r else None for r in kept]
     after_v = [r["binding_after"].get("test") if r else None for r in kept]
-    before, after = summarize(before_v), summarize(after_v)
+    # each base's held-out figure counts its held-out captions: the too-few rule reads the smallest
+    held_out = [r.get("n_test") for r in passed]
+
+    def probe_n(role: str) -> list:
+        return [r["binding_probe"]["before"][role].get("n") for r in passed]
+
+    before, after = counted(summarize(before_v), held_out), counted(summarize(after_v), held_out)
     probe_rows, series = [], {}
     roles = ["image probe", "text probe", "cross-modal"]
     for when in ("before", "after"):
-        stats = [summarize([r["binding_probe"][when][role]["value"] for r in passed]) for role in roles]
+        stats = [counted(summarize([r["binding_probe"][when][role]["value"] for r in passed]),
+                         [r["binding_probe"][when][role].get("n") for r in passed]) for role in roles]
         series[f"{when} LABCLIP"] = stats
         probe_rows.append([f"{when} LABCLIP"] + [pct(x, dashes=dashes) for x in stats])
     no_chance = "the majority-colour baseline was not recorded for this probe"
@@ -72,7 +84,11 @@ def labclip_section(c: SetContext) -> dict:
     c.doc.p(f"A linear map on the base's text embeddings (the base frozen), trained for {lab['steps']} steps on "
             f"another `--colors` dataset of {lab['images']} images with attribute-swapped captions as hard "
             f"negatives; {len(passed)} base(s) that passed. Held-out binding accuracy (image closer to its caption "
-            f"than to the colour-swapped one; chance 50 %): before {pct(before)}, after {pct(after)}.")
+            f"than to the colour-swapped one; chance 50 %): before {pct(before)}, after {pct(after)}. Cells: the mean "
+            f"across the passing bases with its 95 % interval; a figure whose bases measured it on fewer than "
+            f"{MIN_TRIALS} trials each shows that count instead (trials per base: held-out binding "
+            f"{_fewest(held_out)}, image probe {_fewest(probe_n('image probe'))}, cross-modal "
+            f"{_fewest(probe_n('cross-modal'))}).")
     c.doc.table(["model", "image probe (colour per object)", "text probe", "cross-modal (all images)"], probe_rows)
     footnotes(c, dashes)
     path = bar_plot(c.fig / f"{c.oset}-labclip.png", f"LABCLIP binding ({c.oset})", roles, series, "accuracy (%)")
