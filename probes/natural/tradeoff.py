@@ -36,11 +36,14 @@ def _probe_measures(results: dict) -> dict[str, dict[str, dict]]:
     return out
 
 
-def _lab_stat(block: dict | None, role: str) -> dict | None:
+def _lab_stat(block: dict | None, role: str, objects: int) -> dict | None:
+    """A lab probe's conditional share; with no trials its value is NaN and it stays, counted as 0 trials
+    (its chance then 1 / objects, as the share's is)."""
     stat = next((s for s in (block or {}).get("conditional", []) if s.get("role") == role), None)
     if not stat or stat.get("value") is None:
         return None
-    return _stat(stat["value"], stat.get("lo"), stat.get("hi"), stat.get("n"), stat.get("clusters"), stat.get("chance"))
+    chance = stat.get("chance") if stat.get("chance") is not None else 1 / objects
+    return _stat(stat["value"], stat.get("lo"), stat.get("hi"), stat.get("n"), stat.get("clusters"), chance)
 
 
 def lab_models(run: Path) -> dict[str, tuple[Path, dict[str, dict]]]:
@@ -54,7 +57,10 @@ def lab_models(run: Path) -> dict[str, tuple[Path, dict[str, dict]]]:
     if not stages.is_dir():
         raise UserError(f"--lab {run} has no stages/ folder; give a comco lab run --out folder")
     out: dict[str, tuple[Path, dict[str, dict]]] = {}
-    for folder in sorted(stages.iterdir()):
+    # the untrained priors, then the scratch models, then the fine-tuned ones (by name within each)
+    order = {"prior": 0, "scratch": 1, "finetune": 2}
+    for folder in sorted(stages.iterdir(), key=lambda f: (order.get(f.name.removeprefix("probe-").split("-")[0], 3),
+                                                           f.name)):
         info, results = folder / "stage.json", folder / "results.json"
         if not (info.is_file() and results.is_file()):
             continue
@@ -76,7 +82,7 @@ def lab_models(run: Path) -> dict[str, tuple[Path, dict[str, dict]]]:
             counts = [int(k) for k in (block or {}) if str(k).isdigit()]
             if counts:
                 n = HEADLINE_COUNT if HEADLINE_COUNT in counts else max(counts)
-                if (stat := _lab_stat(block[str(n)], role)) is not None:
+                if (stat := _lab_stat(block[str(n)], role, n)) is not None:
                     got[name] = stat
         out[label] = ((stages / model / "model.pt") if model else (folder / "model.pt"), got)
     if not out:
@@ -202,6 +208,8 @@ def write_tradeoff(out: Path, measures: list[str], table: dict[str, dict[str, di
     readable = {label: [(s["acc"], s.get("lo"), s.get("hi"))
                         if (s := got.get(m)) and not too_few(s.get("n"), clusters=s.get("clusters")) else None
                         for m in measures] for label, got in table.items()}
+    if len(table) > 10:  # the default cycle's 10 colours would give two models one colour
+        ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)
     interval_bars(ax, measures, readable)  # a number too few to read is not drawn, as the table shows its count
     for i, m in enumerate(measures):
         if chance[m] is not None:
