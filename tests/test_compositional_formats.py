@@ -58,8 +58,7 @@ def unit(v):
 
 # ---------------------------------------------------------------- SugarCrepe++
 
-def test_sugarcrepe_pp_itt_and_tot_as_its_authors_define_them(tmp_path):
-    root = tmp_path / "scpp"
+def write_scpp(root: Path) -> Path:
     image(root / "images" / "000000222235.jpg", RED)
     image(root / "images" / "000000480021.jpg", GREEN)
     entries = [  # (image, p1, p2, negative)
@@ -73,6 +72,11 @@ def test_sugarcrepe_pp_itt_and_tot_as_its_authors_define_them(tmp_path):
         [{"id": i, "filename": f, "caption": p1, "caption2": p2, "negative_caption": n}
          for i, (f, p1, p2, n) in enumerate(entries)]))
     (root / "data" / "notes.json").write_text(json.dumps({"about": "not a category file"}))
+    return root
+
+
+def test_sugarcrepe_pp_itt_and_tot_as_its_authors_define_them(tmp_path):
+    root = write_scpp(tmp_path / "scpp")
     texts = {"p1 red": R, "p2 red": R, "p2 blue": B, "n green": G, "n purple": unit(R + B), "n red": R}
     split, hits, s = scored("sugarcrepe-pp", root, Planted(texts))
     assert hits == {"ITT": [True, False, False, False], "TOT": [True, False, True, False],
@@ -96,8 +100,7 @@ def test_sugarcrepe_and_sugarcrepe_pp_files_are_told_apart(tmp_path):
 
 # ---------------------------------------------------------------- EqBen
 
-def test_eqben_reads_lists_nested_dicts_and_npy_frames_with_winogrounds_scores(tmp_path):
-    root = tmp_path / "eqben"
+def write_eqben(root: Path) -> Path:
     image(root / "eqbenkubric_loc" / "0_a.png", RED)
     image(root / "eqbenkubric_loc" / "0_b.png", GREEN)
     (root / "eqbenyoucook2" / "v1").mkdir(parents=True)
@@ -113,6 +116,11 @@ def test_eqben_reads_lists_nested_dicts_and_npy_frames_with_winogrounds_scores(t
     (root / "eqben_youcook2.json").write_text(json.dumps({"v1": [
         {"image0": "eqbenyoucook2/v1/f0.npy", "caption0": ["c red", "unused"], "image1": "eqbenyoucook2/v1/f1.npy",
          "caption1": ["c purple"]}]}))
+    return root
+
+
+def test_eqben_reads_lists_nested_dicts_and_npy_frames_with_winogrounds_scores(tmp_path):
+    root = write_eqben(tmp_path / "eqben")
     split, hits, s = scored("eqben", root, Planted({"c red": R, "c green": G, "c purple": unit(R + B)}))
     assert split.skipped == {"missing_image": 1} and len(split.trials) == 2
     # kubric: all right; youcook2 (red frame, blue frame): the text score holds (the red frame: "c red"
@@ -313,3 +321,30 @@ def test_macro_interval_resamples_within_each_group():
     assert stat["acc"] == 0.5 and stat["lo"] == stat["hi"] == 0.5 and stat["groups"] == 2
     mixed = macro_accuracy(np.array([1.0, 0.0] * 30), np.array(["a"] * 60), n_boot=300)
     assert mixed["lo"] < 0.5 < mixed["hi"]
+
+
+# ---------------------------------------------------------------- through the command, a tiny random model
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name, write, metrics", [
+    ("sugarcrepe-pp", write_scpp, {"ITT", "TOT", "ITT caption 1", "ITT caption 2"}),
+    ("eqben", write_eqben, {"text", "image", "group"}),
+    ("aro-vg-relation", lambda root: write_vg(root, "vg-relation", [
+        {"image_path": "red.jpg", "true_caption": "t", "false_caption": "f", "relation_name": "on"}]),
+     {"accuracy", "macro accuracy"}),
+])
+def test_new_benchmarks_through_the_command(tmp_path, name, write, metrics):
+    from typer.testing import CliRunner
+
+    from comco.cli.eval import app
+
+    out = tmp_path / "out"
+    args = ["compositional", "--benchmark", name, "--root", str(write(tmp_path / "root")), "--model", "ViT-S-32",
+            "--pretrained", "none", "--device", "cpu", "--quiet", "--no-cache", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    payload = json.loads((out / "results.json").read_text())
+    assert set(payload["models"][0]["scores"]) == metrics
+    assert payload["headline"] == list(compo.COMPOSITIONAL[name].headline)
+    page = (out / "compositional.md").read_text()
+    assert "## Every model over the whole benchmark" in page and "| chance |" in page

@@ -72,7 +72,8 @@ def run_compositional_eval(benchmark: str, root: Path, specs: list, out: Path, *
                "benchmark_about": about.about, "unit": about.unit, "root": str(root), "items": len(split.trials),
                "skipped": split.skipped, "headline": list(about.headline), "models": entries}
     written = write_report(out, "compositional", payload, [
-        f"benchmark: **{benchmark}** ({about.about}), {len(split.trials)} items, root {root}",
+        f"benchmark: **{benchmark}** ({about.about}), {len(split.trials)} "
+        f"{'examples' if about.unit == 'examples' else 'items'}, root {root}",
         "left out: " + (", ".join(f"{n} {w}" for w, n in split.skipped.items()) or "none"),
         *scoring_lines(benchmark),
         f"95 % bootstrap interval over {about.unit}; category all is pooled over {about.unit}"])
@@ -120,6 +121,14 @@ def score_rows(payload: dict) -> list[dict]:
     return rows
 
 
+def summary_cell(stat: dict | None, unit: str) -> str:
+    """"50.1 [48.1-52.1] (n=2416)", or the count when too few resampled units to read it."""
+    if not stat or stat.get("acc") is None:
+        return "–"
+    few = too_few(units(stat), unit=unit)
+    return few or f"{pct(stat['acc'])} [{interval(stat['lo'], stat['hi'])}] (n={stat['n']})"
+
+
 def write_report(out: Path, kind: str, payload: dict, lines: list[str]) -> list[Path]:
     """results.json, `kind`.csv and the page as `kind`.md and `kind`.html (comco.report.document)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -136,6 +145,16 @@ def write_report(out: Path, kind: str, payload: dict, lines: list[str]) -> list[
     for line in lines + [f"a score from fewer than {MIN_TRIALS} resampled {unit} shows its count instead "
                          f"(\"12 {unit}: too few to read\"); results.json and the CSV keep every number"]:
         doc.p(line)
+    metrics = list(dict.fromkeys(m for model in payload["models"] for m in model["scores"]))
+    chance = {m: next((model["scores"][m]["all"].get("chance") for model in payload["models"]
+                       if "all" in model["scores"].get(m, {})), None) for m in metrics}
+    doc.h(2, "Every model over the whole benchmark")
+    doc.p("each cell: score % [95 % interval] (n)" + (f"; the authors' headline: {', '.join(payload['headline'])}"
+                                                       if payload.get("headline") else ""))
+    doc.table(["model", *metrics], [["chance", *(pct(chance[m]) for m in metrics)]] + [
+        [model["label"], *(summary_cell(model["scores"].get(m, {}).get("all"), unit) for m in metrics)]
+        for model in payload["models"]])
+    doc.h(2, "Every metric by category")
     doc.table(COLUMNS, [[row.get(c, "") for c in COLUMNS] for row in shown])
     if dashes.reasons:
         doc.p(dashes.note())
