@@ -12,7 +12,7 @@ from pathlib import Path
 from comco.io import write_text
 from comco.probes.natural.analyses import ANALYSES
 from comco.report.document import Doc
-from comco.report.plots import pyplot, save
+from comco.report.plots import legend_beside, pyplot, save
 from comco.report.tables import MIN_TRIALS, Dashes, csv_text, interval, pct, too_few
 
 MEASURED = "measured"
@@ -213,9 +213,12 @@ def write_analyses_report(out: Path, payload: dict) -> list[Path]:
 # ---------------------------------------------------------------- plots
 
 
-def _figure():
+def _figure(n_series: int = 0):
     plt = pyplot()
-    return plt, *plt.subplots(figsize=(8, 4.5), dpi=100)
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    if n_series > 10:  # the default cycle's 10 colours would give two models one colour
+        ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)
+    return plt, fig, ax
 
 
 def _values(series: dict, groups: list[str]) -> list[float]:
@@ -224,7 +227,7 @@ def _values(series: dict, groups: list[str]) -> list[float]:
 
 def grouped_bars(path: Path, series: dict[str, dict], groups: list[str], title: str) -> Path:
     """One group of bars per variant, one bar per model; published bars hatched."""
-    plt, fig, ax = _figure()
+    plt, fig, ax = _figure(len(series))
     width = 0.8 / max(1, len(series))
     for i, (label, values) in enumerate(series.items()):
         xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
@@ -235,13 +238,13 @@ def grouped_bars(path: Path, series: dict[str, dict], groups: list[str], title: 
     ax.set_ylabel("R@1 (%)")
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper right")
+    legend_beside(ax)  # beside the panel: never over a bar
     return save(fig, path)
 
 
 def line_plot(path: Path, series: dict[str, dict], xs: list[str], title: str) -> Path:
     """R@1 against k; published curves dashed."""
-    plt, fig, ax = _figure()
+    plt, fig, ax = _figure(len(series))
     ks = [int(x.split("=")[1]) for x in xs]
     for label, values in series.items():
         ax.plot(ks, _values(values, xs), marker="o", label=label,
@@ -250,5 +253,5 @@ def line_plot(path: Path, series: dict[str, dict], xs: list[str], title: str) ->
     ax.set_ylabel("R@1 (%)")
     ax.set_xticks(ks)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
+    legend_beside(ax)
     return save(fig, path)
