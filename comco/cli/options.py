@@ -106,6 +106,7 @@ MEANINGS: dict[str, tuple[str, str]] = {
                              "one (sugarcrepe, winoground, ...)"),
     "--root": ("path", "the folder eval reads a benchmark or image set from, laid out as it is distributed"),
     "--to": ("value", "the tool or library an export is written for (export: a dataset; model export: a model)"),
+    "--lab": ("path", "a finished comco lab run's --out folder, read for its models' numbers"),
 }
 
 # The spellings of comco 0.2 that keep working, with a one-line notice, until UNTIL.

@@ -82,7 +82,7 @@ def _report(kind: str, summary: dict) -> None:
     loss = f", loss {last['loss']:.4f}" if "loss" in last else ""
     typer.echo(f"{kind}: {state} at step {summary['step']}/{summary['total_steps']}{loss} -> {summary['checkpoint']}")
     if "binding_after" in summary:
-        from comco.probes.binding_page import binding_lines
+        from comco.probes import binding_lines
 
         typer.echo("binding accuracy (image closer to its caption than to the attribute-swapped one):")
         for line in binding_lines(summary):
