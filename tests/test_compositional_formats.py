@@ -208,20 +208,22 @@ def test_pre_caption_is_blips():
     assert word_order.pre_caption(" ".join(["w"] * 40)) == " ".join(["w"] * 30)
 
 
-def test_aro_coco_order_drops_identical_foils_and_resamples_images(tmp_path):
-    root = tmp_path / "coco"
-    image(root / "val2014" / "COCO_val2014_000000000001.jpg", RED)
-    image(root / "val2014" / "COCO_val2014_000000000002.jpg", GREEN)
-    (root / "coco_karpathy_test.json").write_text(json.dumps([
-        {"image": "val2014/COCO_val2014_000000000001.jpg",
+@pytest.mark.parametrize("name, file, folder", [("aro-coco-order", "coco_karpathy_test.json", "val2014"),
+                                               ("aro-flickr30k-order", "flickr30k_test.json", "flickr30k-images")])
+def test_aro_order_drops_identical_foils_and_resamples_images(tmp_path, name, file, folder):
+    root = tmp_path / "order"
+    image(root / folder / "1.jpg", RED)
+    image(root / folder / "2.jpg", GREEN)
+    (root / file).write_text(json.dumps([
+        {"image": f"{folder}/1.jpg",
          "caption": ["A small red dog drives the red bus down a street.", "A dog on the street.", "The dog runs."]},
-        {"image": "val2014/COCO_val2014_000000000002.jpg", "caption": ["A red bus drives down a street."]},
-        {"image": "val2014/COCO_val2014_000000000003.jpg", "caption": ["A dog."]}]))
+        {"image": f"{folder}/2.jpg", "caption": ["A red bus drives down a street."]},
+        {"image": f"{folder}/3.jpg", "caption": ["A dog."]}]))
     truths = {word_order.pre_caption(c) for c in ("A small red dog drives the red bus down a street.",
                                                   "A dog on the street.", "The dog runs.",
                                                   "A red bus drives down a street.")}
     planted = Planted(default=lambda t: R if t in truths else G)  # every true caption reads red
-    split, hits, s = scored("aro-coco-order", root, planted, tagger=tagger)
+    split, hits, s = scored(name, root, planted, tagger=tagger)
     assert len(split.trials) == 4 and split.skipped["missing_image"] == 1
     # "the dog runs": one noun, no adjective: ARO's first foil is the caption itself, left out and counted
     assert split.skipped["foil_identical_to_caption"] >= 1 and len(split.trials[2].captions) < 5
