@@ -42,12 +42,13 @@ def test_eval_ends_with_its_table(tmp_path, capsys, tiny):
     assert last_open(stdout) == tmp_path / "e" / "retrieval.html"
 
 
-def test_train_labclip_ends_with_its_binding_result(tmp_path, capsys, tiny):
+def test_train_labclip_ends_with_its_report_page(tmp_path, capsys, tiny):
     data = make_dataset(tmp_path / "colours", n=12, colors=True, objects=(2,))
     code, stdout, err = comco(capsys, "train", "labclip", "--data", data, "--init", f"ckpt:{tiny}", "--steps", "2",
                               "--batch-size", "8", "--device", "cpu", "--out", tmp_path / "l")
     assert code == 0, err
-    assert last_open(stdout) == tmp_path / "l" / "binding.json"
+    assert last_open(stdout) == tmp_path / "l" / "report.html"
+    assert (tmp_path / "l" / "binding.json").is_file()
 
 
 def test_lab_run_ends_with_its_report(tmp_path, capsys, monkeypatch):
