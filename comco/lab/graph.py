@@ -302,6 +302,10 @@ class _Parts:
         return _stage(probe_key(model), {**self.probe_cfg, "summary": summary, "analyses": analyses, **extra},
                       model=model, test=render_key("test", self.oset), gate=captions_key("test", self.oset, p))
 
+    def _half_truths(self) -> dict:
+        # set only where the recipe asks: the other recipes' probe stage keys stay as they were
+        return {"half_truths": True} if self.probe.get("half_truths") else {}
+
     def _train_cfg(self, seed: int, variant: str | None = None) -> dict:
         sc = self.sc
         return {"seed": seed, "batch_size": sc["batch_size"], "lr": sc["lr"], "warmup": sc["warmup"],
@@ -332,6 +336,7 @@ class _Parts:
             deep = analyses and variant is None and p == self.ft["order_bias"]
             out.append(self._probe(key, p, deep, self.probe["analyses"] if deep else [],
                                    **({"development": True} if self.probe.get("development") else {}),
+                                   **self._half_truths(),
                                    **({"text_only": True} if is_text_only(trained_as.get("objective")) else {})))
         return out
 
@@ -355,7 +360,8 @@ class _Parts:
                     **self.precision["finetune"]},
                     model=scratch_key(self.oset, p, seed), data=captions_key("train", self.oset, p)))
                 if probes:
-                    out.append(self._probe(key, p, True, self.probe["analyses"] if analyses else []))
+                    out.append(self._probe(key, p, True, self.probe["analyses"] if analyses else [],
+                                           **self._half_truths()))
         return out
 
     def labclip(self) -> list[Stage]:

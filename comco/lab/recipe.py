@@ -361,7 +361,7 @@ SCHEMA: dict[str, dict[str, Callable]] = {
 ORIGINS = {
     "scratch": {"text_attention": "causal", "text_pool": None, "objective": "clip", "checkpoints": 0,
                 "checkpoint_spacing": "even", "logit_scale": None},
-    "probe": {"development": False},
+    "probe": {"development": False, "half_truths": False},
     "gates": {"caption_r1": None},
     # issue 39: the trainings' precision (comco.train.precision); left out, auto
     "run": {"precision": "auto"},
@@ -400,6 +400,7 @@ def _scratch_variants(path, v):
 SCHEMA["scratch"]["variants"] = _scratch_variants
 ORIGINS["scratch"]["variants"] = []
 SCHEMA["probe"]["development"] = _bool()  # probe every saved checkpoint of every scratch model
+SCHEMA["probe"]["half_truths"] = _bool()  # the half-truth probe (comco.probes.half_truth) on every trained model
 SCHEMA["gates"]["caption_r1"] = _float(0.0, 1.0)  # caption-to-caption set R@1 (comco.probes.caption_retrieval)
 # the gates of a text tower trained without images (scratch.objective "simcse" or "paraphrase"): its image
 # tower is its untrained one, so only the text-side figures can gate it

@@ -17,8 +17,8 @@ and each seed left out in turn. Published figures appear only as labelled refere
 Modules: stats (intervals, formats), verdict (the rule), lookup (stages by key), context
 (one object set's part; a finding), figures, gates, dose, shift (held-out compositions and the
 domain shift), origins (the [[scratch.variants]] beside the baseline), development (the curves
-along training), finetune, labclip, provenance,
-findings.
+along training), finetune, fixes (the field's training fixes against the plain model: the
+table the findings open with), labclip, provenance, findings.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from comco.lab.report.dose import dose_sections, prior_probes, scratch_probes
 from comco.lab.report.figures import sample_grid
 from comco.lab.report.findings import findings_figure, findings_section
 from comco.lab.report.finetune import finetune_sections
+from comco.lab.report.fixes import fixes_sections
 from comco.lab.report.gates import gates_section
 from comco.lab.report.labclip import labclip_section
 from comco.lab.report.lookup import MissingStage, Run
@@ -76,7 +77,8 @@ def write_report(out: Path, report_stage, stages: list) -> dict:
         figures += [findings_figure(fig, c.oset, c.ps, numbers["object_sets"][c.oset].get("dose_response", {})),
                     *c.figures]
     findings = [f for c in contexts for f in c.findings]
-    findings_section(doc, figures, findings, many_sets=len(contexts) > 1)
+    findings_section(doc, figures, findings, many_sets=len(contexts) > 1,
+                     leads=[lead for c in contexts for lead in c.leads])
     doc.extend(detail)
     numbers["findings"] = [f.to_dict() for f in findings]
     numbers["where_made"] = made
@@ -124,6 +126,9 @@ def object_set_sections(c: SetContext) -> dict:
     ft = finetune_sections(c, passing, prior)
     if ft:
         numbers["finetune"] = ft
+    fixes = fixes_sections(c, passing, counts)
+    if fixes:
+        numbers["fixes"] = fixes
     lab = labclip_section(c)
     if lab:
         numbers["labclip"] = lab

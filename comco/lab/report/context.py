@@ -40,6 +40,7 @@ class SetContext:
     section: str = ""  # the anchor of the section being written (findings link to it)
     title: str = ""  # its heading
     figures: list[Path] = field(default_factory=list)  # figures the findings open with beside the two biases
+    leads: list[Doc] = field(default_factory=list)  # tables the findings open with, before everything else
 
     @property
     def ps(self) -> list[float]:

@@ -156,3 +156,25 @@ def draw_findings(title: str, ps: list[float], panels: dict[str, dict[str, list[
     legend_beside(axes[0][-1], list(handles.values()), list(handles))
     fig.suptitle(title, fontsize=TITLE_PT + 1)
     return fig
+
+
+def forest_plot(path: Path, title: str, rows: list[str], panels: dict[str, list[dict]]) -> Path:
+    return save(draw_forest(title, rows, panels), path, dpi=DPI)
+
+
+def draw_forest(title: str, rows: list[str], panels: dict[str, list[dict]]):
+    """Paired changes with their intervals, one row per comparison and one panel per figure,
+    zero marked: a change is read where its whisker does not cross the line."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(PAGE_IN, 0.9 + 0.32 * len(rows)), sharey=True, squeeze=False)
+    y = np.arange(len(rows))[::-1]
+    for ax, (name, stats) in zip(axes[0], panels.items()):
+        v, lo, hi = _points(stats)
+        ax.errorbar(v, y, xerr=error_bars(v, lo, hi), fmt="o", color="C0", capsize=3)
+        ax.axvline(0, color="k", linewidth=1)
+        ax.set_title(name, fontsize=TITLE_PT)
+        ax.set_xlabel("fix - plain, paired by seed (points)", fontsize=TICK_PT)
+        ax.tick_params(labelsize=TICK_PT)
+    axes[0][0].set_yticks(y, [_wrap(r, 34) for r in rows], fontsize=TICK_PT)
+    fig.suptitle(title, fontsize=TITLE_PT + 1)
+    return fig

@@ -35,8 +35,11 @@ def findings_figure(fig: Path, oset: str, ps: list, dose: dict) -> Path | None:
                          chances)
 
 
-def findings_section(doc: Doc, figures: list[Path | None], findings: list[Finding], many_sets: bool) -> None:
+def findings_section(doc: Doc, figures: list[Path | None], findings: list[Finding], many_sets: bool,
+                     leads: list[Doc] = ()) -> None:
     doc.h(2, "Findings")
+    for lead in leads:  # a recipe's own headline table (the fixes') comes first
+        doc.extend(lead)
     doc.p("The order bias of the text encoder (TOR: which mention a caption's embedding is nearest) and the size "
           "bias of the image encoder (IOR: which object an image's embedding is nearest) of the gated scratch "
           "models, against the order bias p of their training captions, beside the untrained architecture. "
