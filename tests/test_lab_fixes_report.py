@@ -78,12 +78,13 @@ def test_the_lead_table_reads_each_fix_by_the_one_rule(tmp_path):
     numbers = fixes_sections(c, passing, [3, 4])
     rows = lead_rows(c)
     aug = rows["orderaug", "1"]
-    assert aug["Δ TOR first share"].startswith("-50.") and aug["Δ TOR first share"].endswith(": lowers")
-    assert aug["Δ set R@1"].endswith(": lower")
-    assert aug["Δ IOR largest share"] == "+0.0 points [+0.0, +0.0]: no change measurable"
-    assert rows["siglip", "1"]["Δ TOR first share"].endswith("no change measurable")
-    assert rows["longclip-free vs longclip", "1"]["Δ TOR first share"].endswith(": lowers")
-    assert rows["longclip", "1"]["against"] == "plain contrastive, p = 1 (its base)"
+    tor, ior, r1 = ("Δ TOR first share (points)", "Δ IOR largest share (points)", "Δ set R@1 (points)")
+    assert aug[tor].startswith("-50.") and aug[tor].endswith(": lowers")
+    assert aug[r1].endswith(": lower")
+    assert aug[ior] == "+0.0 [+0.0, +0.0]: no change measurable"
+    assert rows["siglip", "1"][tor].endswith("no change measurable")
+    assert rows["longclip-free vs longclip", "1"][tor].endswith(": lowers")
+    assert set(aug) == {"fix", "p", tor, ior, r1}
     assert ("orderaug", "0") in rows and ("longclip", "0") not in rows  # fine-tunes have one p
     assert (tmp_path / "simco-fixes.png").is_file()
     entry = numbers["arms"]["orderaug p1"]["figures"]["TOR first share"]
@@ -110,7 +111,7 @@ def test_one_passing_pair_cannot_answer(tmp_path):
     fail = {probe_key(scratch_key("simco", 1.0, s, "orderaug")) for s in (1, 2)}
     c, passing = planted(tmp_path, fail)
     fixes_sections(c, passing, [4])
-    assert "cannot answer: 1 passing model(s), fewer than 2" in lead_rows(c)["orderaug", "1"]["Δ TOR first share"]
+    assert "cannot answer: 1 passing model(s), fewer than 2" in lead_rows(c)["orderaug", "1"]["Δ TOR first share (points)"]
 
 
 def test_a_recipe_without_fixes_has_no_fixes_table(tmp_path):
@@ -141,3 +142,17 @@ def test_the_half_truth_probe_is_asked_by_the_fixes_recipe_only():
 
     assert all(st.config.get("half_truths") is True for st in probes("fixes"))
     assert not any("half_truths" in st.config for st in probes("order-bias"))
+
+
+def test_the_findings_open_with_the_lead_table(tmp_path):
+    from comco.lab.report.findings import findings_section
+
+    c, passing = planted(tmp_path)
+    fixes_sections(c, passing, [4])
+    doc = Doc()
+    findings_section(doc, [], c.findings, many_sets=False, leads=c.leads)
+    kinds = [b[0] for b in doc.blocks]
+    assert kinds[0] == "h" and doc.blocks[1][1].startswith("**Which fix moves which bias")
+    assert kinds[2] == "table"
+    detail = [b for b in c.doc.blocks if b[0] == "table"][1]  # the paired changes, every figure
+    assert {r[2] for r in detail[2]} >= {"plain contrastive, p = 1 (its base)", "longclip"}
