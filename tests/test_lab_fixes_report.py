@@ -156,3 +156,11 @@ def test_the_findings_open_with_the_lead_table(tmp_path):
     assert kinds[2] == "table"
     detail = [b for b in c.doc.blocks if b[0] == "table"][1]  # the paired changes, every figure
     assert {r[2] for r in detail[2]} >= {"plain contrastive, p = 1 (its base)", "longclip"}
+
+
+def test_a_fix_without_a_passing_model_says_why_its_cells_are_empty(tmp_path):
+    fail = {probe_key(scratch_key("simco", 1.0, s, "siglip")) for s in SEEDS}
+    c, passing = planted(tmp_path, fail)
+    fixes_sections(c, passing, [4])
+    cell = lead_rows(c)["siglip", "1"]["Δ TOR first share (points)"]
+    assert cell == "no pair to compare: 0 fix and 3 plain model(s) passed their gates"

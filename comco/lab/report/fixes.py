@@ -123,12 +123,16 @@ def reading(j: Judgement, bias: bool) -> str:
     if j.verdict == CANNOT:
         return "no change measurable" if j.way == NEITHER else f"cannot answer: {j.reason}"
     word = {UP: "raises" if bias else "higher", DOWN: "lowers" if bias else "lower"}[j.way]
-    return f"{word}, fragile ({j.reason})" if j.verdict == FRAGILE else word
+    if j.verdict == FRAGILE:
+        return f"{word}, fragile (not without seed {', '.join(map(str, j.left_out))})"
+    return word
 
 
-def change_cell(d: dict, j: Judgement, bias: bool) -> str:
+def change_cell(d: dict, j: Judgement, bias: bool, passed: tuple[int, int] | None = None) -> str:
     if d.get("mean") is None:
-        return "–"
+        if passed is not None:
+            return f"no pair to compare: {passed[0]} fix and {passed[1]} plain model(s) passed their gates"
+        return "no pair to compare"
     return f"{signed(d, unit='')}: {reading(j, bias)}"
 
 
@@ -152,11 +156,12 @@ def fixes_sections(c: SetContext, passing: set, counts: list[int]) -> dict:
             "share of images preferring their correct caption to it plus one wrong detail (chance 50 %, the mean "
             "over the kinds of wrong detail), text sensitivity the first mention's share of the caption "
             "embedding's sensitivity (chance as TOR's).")
-    rows, plain_rows, judged = [], {}, {}
+    rows, plain_rows, judged, counts = [], {}, {}, {}
     for a in todo:
         per_fig = {f.column: (_values(c, a.keys, passing, f, n), _values(c, a.base, passing, f, n))
                    for f in FIGURES}
         passed = (sum(k in passing for k in a.keys), sum(k in passing for k in a.base))
+        counts[a] = passed
         if a.against.startswith(PLAIN):  # a pairing of two fixes (free vs frozen) has both rows already
             rows.append([a.name, f"{a.p:g}", f"{passed[0]} of {len(seeds)}"]
                         + [pct(summarize(per_fig[f.column][0])) for f in FIGURES])
@@ -176,9 +181,9 @@ def fixes_sections(c: SetContext, passing: set, counts: list[int]) -> dict:
             "fine-tune's base; the frozen Long-CLIP fine-tune for the free one), in points with the paired 95 % "
             "t-interval, and the rule's reading:")
     c.doc.table(["fix", "p", "against"] + [f"Δ {f.column} (points)" for f in FIGURES],
-                [[a.name, f"{a.p:g}", a.against] + [change_cell(*judged[a, f.column], f.bias) for f in FIGURES]
-                 for a in todo])
-    _lead(c, todo, judged, anchor, n)
+                [[a.name, f"{a.p:g}", a.against]
+                 + [change_cell(*judged[a, f.column], f.bias, counts[a]) for f in FIGURES] for a in todo])
+    _lead(c, todo, judged, counts, anchor, n)
     for a in todo:
         if a.p != max(c.ps):
             continue
@@ -192,7 +197,7 @@ def fixes_sections(c: SetContext, passing: set, counts: list[int]) -> dict:
     return numbers
 
 
-def _lead(c: SetContext, todo: list[Arm], judged: dict, anchor: str, n: str) -> None:
+def _lead(c: SetContext, todo: list[Arm], judged: dict, counts: dict, anchor: str, n: str) -> None:
     """The table the report opens with: which fix moves which bias, by how much, at what cost."""
     lead = Doc()
     lead.p(f"**Which fix moves which bias, by how much, at what cost in retrieval** (`{c.oset}`, {n}-object test "
@@ -207,7 +212,7 @@ def _lead(c: SetContext, todo: list[Arm], judged: dict, anchor: str, n: str) -> 
     rows = []
     for a in todo:
         rows.append([f"{a.name}: {a.what}", f"{a.p:g}"]
-                    + [change_cell(*judged[a, f.column], f.bias) for f in HEADLINE])
+                    + [change_cell(*judged[a, f.column], f.bias, counts[a]) for f in HEADLINE])
     lead.table(["fix", "p"] + [f"Δ {f.column} (points)" for f in HEADLINE], rows)
     path = forest_plot(c.fig / f"{c.oset}-fixes.png", f"The fixes against the plain model ({c.oset}, {n} objects)",
                        [f"{a.name}, p = {a.p:g}" for a in todo],
