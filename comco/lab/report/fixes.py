@@ -20,10 +20,11 @@ from typing import Callable
 
 from comco.lab.keys import StageKey, finetune_key, probe_key, scratch_key
 from comco.lab.report.context import SetContext
+from comco.lab.report.dose import footnotes
 from comco.lab.report.figures import forest_plot
 from comco.lab.report.stats import metric, paired, pct, signed, summarize
 from comco.lab.report.verdict import CANNOT, DOWN, FRAGILE, NEITHER, UP, Judgement, judge_paired
-from comco.report import Doc
+from comco.report import Dashes, Doc
 
 FIX_OBJECTIVES = ("siglip", "negclip", "negclip-orderpos", "orderaug")
 PLAIN = "plain contrastive"
@@ -156,7 +157,8 @@ def fixes_sections(c: SetContext, passing: set, counts: list[int]) -> dict:
             "share of images preferring their correct caption to it plus one wrong detail (chance 50 %, the mean "
             "over the kinds of wrong detail), text sensitivity the first mention's share of the caption "
             "embedding's sensitivity (chance as TOR's).")
-    rows, plain_rows, judged, counts = [], {}, {}, {}
+    rows, plain_rows, judged, counts, dashes = [], {}, {}, {}, Dashes()
+    none = "no model of this row passed its gates"
     for a in todo:
         per_fig = {f.column: (_values(c, a.keys, passing, f, n), _values(c, a.base, passing, f, n))
                    for f in FIGURES}
@@ -164,9 +166,10 @@ def fixes_sections(c: SetContext, passing: set, counts: list[int]) -> dict:
         counts[a] = passed
         if a.against.startswith(PLAIN):  # a pairing of two fixes (free vs frozen) has both rows already
             rows.append([a.name, f"{a.p:g}", f"{passed[0]} of {len(seeds)}"]
-                        + [pct(summarize(per_fig[f.column][0])) for f in FIGURES])
+                        + [pct(summarize(per_fig[f.column][0]), dashes=dashes, missing=none) for f in FIGURES])
             plain_rows.setdefault(a.p, [PLAIN, f"{a.p:g}", f"{passed[1]} of {len(seeds)}"]
-                                  + [pct(summarize(per_fig[f.column][1])) for f in FIGURES])
+                                  + [pct(summarize(per_fig[f.column][1]), dashes=dashes, missing=none)
+                                     for f in FIGURES])
         entry = {"p": a.p, "what": a.what, "against": a.against, "passing": list(passed), "figures": {}}
         for f in FIGURES:
             mine, base = per_fig[f.column]
@@ -177,6 +180,7 @@ def fixes_sections(c: SetContext, passing: set, counts: list[int]) -> dict:
                                           "reading": reading(j, f.bias)}
         numbers["arms"][f"{a.name} p{a.p:g}"] = entry
     c.doc.table(["model", "p", "passing"] + [f.column for f in FIGURES], list(plain_rows.values()) + rows)
+    footnotes(c, dashes)
     c.doc.p("Each fix minus its counterpart of the same seed (the plain contrastive model at the same p; a "
             "fine-tune's base; the frozen Long-CLIP fine-tune for the free one), in points with the paired 95 % "
             "t-interval, and the rule's reading:")
