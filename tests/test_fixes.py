@@ -127,3 +127,32 @@ def test_fixes_recipe_keys_and_variants():
     ft = {v["name"]: v for v in recipe.settings["finetune"]["variants"]}
     assert ft["longclip-free"]["freeze"] is False and "freeze" not in ft["longclip"]
     assert recipe.settings["data"]["order_bias"] == [0.0, 1.0]
+
+
+def test_siglip_bias_is_a_named_key_of_the_siglip_variant_only():
+    """Issue 39: SigLIP's code initialises b = -10 (the prior log-odds of a positive at its batch of
+    32k); at the small scale's batch of 64 a recipe may set b = -log 64 on the siglip variant."""
+    from comco.errors import UserError
+    from comco.lab.graph import build_stages
+    from comco.lab.recipe import parse_recipe
+
+    text = (Path(__file__).resolve().parent.parent / "recipes" / "fixes.toml").read_text(encoding="utf-8")
+    plain = build_stages(parse_recipe(text, "smoke"))
+    assert not any("siglip_bias" in s.config for s in plain)
+    marked = 'objective = "siglip"\n'
+    biased = build_stages(parse_recipe(text.replace(marked, marked + "siglip_bias = -4.16\n", 1), "smoke"))
+    siglip = [s for s in biased if s.kind == "scratch" and "siglip" in s.id]
+    assert siglip and all(s.config["siglip_bias"] == -4.16 for s in siglip)
+    others = {s.id: s.hash for s in biased if "siglip" not in s.id and s.kind != "report"}
+    assert others == {s.id: s.hash for s in plain if "siglip" not in s.id and s.kind != "report"}
+    wrong = 'objective = "orderaug"\n'
+    with pytest.raises(UserError, match="siglip_bias' is set, but .*orderaug"):
+        parse_recipe(text.replace(wrong, wrong + "siglip_bias = -4.16\n", 1), "smoke")
+
+
+def test_siglip_bias_initialises_the_models_bias():
+    from comco.train.scratch import model_spec_of
+
+    spec = model_spec_of({"objective": "siglip", "siglip_bias": -4.16, "resolution": 32})
+    assert spec["open_clip_cfg"]["init_logit_bias"] == -4.16
+    assert model_spec_of({"objective": "siglip", "resolution": 32})["open_clip_cfg"]["init_logit_bias"] == -10.0

@@ -96,7 +96,9 @@ def model_spec_of(options: dict) -> dict:
 
     model_cfg = scratch_cfg(**{k: options.get(k, v) for k, v in SIZE.items()})
     if options.get("objective") == "siglip":  # SigLIP's learnable temperature and bias, its code's init
-        model_cfg.update(init_logit_scale=SIGLIP_INIT_SCALE, init_logit_bias=SIGLIP_INIT_BIAS)
+        bias = options.get("siglip_bias")  # a recipe's named deviation (comco.lab.recipe), else -10
+        model_cfg.update(init_logit_scale=SIGLIP_INIT_SCALE,
+                         init_logit_bias=SIGLIP_INIT_BIAS if bias is None else float(bias))
     spec = {"open_clip_name": SCRATCH_NAME, "open_clip_cfg": model_cfg,
             "preprocess": {"mean": list(OPENAI_MEAN), "std": list(OPENAI_STD)}}
     tower = text_tower_spec(options.get("text_attention", "causal"), options.get("text_pool"))

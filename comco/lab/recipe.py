@@ -360,7 +360,7 @@ SCHEMA: dict[str, dict[str, Callable]] = {
 # hash are what they were before these keys.
 ORIGINS = {
     "scratch": {"text_attention": "causal", "text_pool": None, "objective": "clip", "checkpoints": 0,
-                "checkpoint_spacing": "even", "logit_scale": None},
+                "checkpoint_spacing": "even", "logit_scale": None, "siglip_bias": None},
     "probe": {"development": False, "half_truths": False},
     "gates": {"caption_r1": None},
     # issue 39: the trainings' precision (comco.train.precision); left out, auto
@@ -371,7 +371,10 @@ SCHEMA["scratch"].update({"text_attention": _choice(("causal", "bidirectional"))
                           "checkpoints": _int(0, 1000), "checkpoint_spacing": _choice(SPACINGS),
                           # a fixed temperature (exp of the logit scale) for every scratch-trained model;
                           # left out: open_clip's, learned from 1/0.07
-                          "logit_scale": _float(1.0, 100.0)})
+                          "logit_scale": _float(1.0, 100.0),
+                          # SigLIP's initial bias b; left out: its code's -10, the prior log-odds of a
+                          # positive pair at its batch of 32k (-log 64 = -4.16 at batch 64)
+                          "siglip_bias": _float(-30.0, 0.0)})
 # issue 23's switches, left out alike: probe the trained models on the test scenes in another
 # world (data.shift_world; the models train on the recipe's own world). data.holdout, a
 # planning option, is keyed through plan_keys.
@@ -383,7 +386,8 @@ SCHEMA["data"]["shift_world"] = lambda path, v: _shift_world(path, v)
 # name and the origins keys it changes, trained at every p and seed on the same renders
 # and captions, so one run compares the text towers and objectives (issue 26)
 SCRATCH_VARIANT = {"name": _name(), "text_attention": SCHEMA["scratch"]["text_attention"],
-                   "text_pool": SCHEMA["scratch"]["text_pool"], "objective": SCHEMA["scratch"]["objective"]}
+                   "text_pool": SCHEMA["scratch"]["text_pool"], "objective": SCHEMA["scratch"]["objective"],
+                   "siglip_bias": SCHEMA["scratch"]["siglip_bias"]}
 
 
 def _scratch_variants(path, v):
@@ -579,6 +583,9 @@ def _check_tower(s: dict, sc: dict, where: str, stages: list[str], variant: bool
         raise UserError(f"recipe key '{where}.text_pool' = {pool!r}: a causal text tower pools at the "
                         f"end-of-text token; set {where}.text_attention = \"bidirectional\" or drop it")
     objective = sc.get("objective", "clip")
+    if sc.get("siglip_bias") is not None and objective != "siglip":
+        raise UserError(f"recipe key '{where}.siglip_bias' is set, but {where}.objective = \"{objective}\" has no "
+                        "sigmoid bias: set it on a siglip objective or drop it")
     if is_text_only(objective):
         if optional(s, "gates", "caption_r1") is None:
             raise UserError(f"recipe key 'gates.caption_r1' is missing: {where}.objective = \"{objective}\" "

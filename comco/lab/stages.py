@@ -293,7 +293,7 @@ def scratch(config: dict, deps: dict, out: Path) -> dict:
 # issue 26's origins options, as a scratch stage config carries them (the recipe's keys of
 # the same names, comco.lab.recipe)
 TOWER_KEYS = ("text_attention", "text_pool")  # a variant that sets one names its whole text tower
-TRAINING_KEYS = ("objective", "checkpoints", "checkpoint_spacing")  # how a scratch model trains, not its size
+TRAINING_KEYS = ("objective", "checkpoints", "checkpoint_spacing", "siglip_bias")  # how it trains, not its size
 # how every scratch-trained model of a recipe trains (the baseline, its variants, the colour bases):
 # a fixed temperature in place of open_clip's learned one (comco.train.scratch.fix_logit_scale)
 SHARED_TRAINING_KEYS = ("logit_scale",)
