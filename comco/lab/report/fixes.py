@@ -89,8 +89,11 @@ def arms(c: SetContext) -> list[Arm]:
         objective = v.get("objective")
         if objective not in FIX_OBJECTIVES:
             continue
+        what = OBJECTIVES[objective]
+        if v.get("siglip_bias") is not None:
+            what += f", b from {v['siglip_bias']:g} (SigLIP's code: -10)"
         for p in reversed(c.ps):  # the biased captions first, the control after
-            out.append(Arm(v["name"], OBJECTIVES[objective], p, f"{PLAIN}, p = {p:g}",
+            out.append(Arm(v["name"], what, p, f"{PLAIN}, p = {p:g}",
                            tuple(probe_key(scratch_key(o, p, s, v["name"])) for s in seeds),
                            tuple(probe_key(scratch_key(o, p, s)) for s in seeds)))
     ft = c.s["finetune"]
