@@ -15,5 +15,6 @@ __getattr__, __dir__, __all__ = door(__name__, {
     "GATE_FIGURES": "gates", "gate_figures": "gates", "gate_passes": "gates", "ior_present_only": "gates",
     "near_ties": "retrieval", "mostly_ties": "retrieval", "MOSTLY": "retrieval", "NO_PREFERENCE": "retrieval",
     "TIE_RULE": "retrieval",
+    "half_truth_groups": "half_truth", "HALF_TRUTH_METRIC": "half_truth",
     "binding_lines": "binding_page", "write_binding_page": "binding_page",
 })

@@ -73,6 +73,17 @@ def half_truths(record: dict, template, book, object_set, names: list[str], rng:
     return correct, out
 
 
+HALF_TRUTH_METRIC = METRIC  # the name other layers read the share under
+
+
+def half_truth_groups(data, embedder, template_name: str, *, n_boot: int, seed: int) -> list[dict]:
+    """half_truth with the template given by its name in the dataset's template book."""
+    from comco.probes import texts
+
+    template = texts.get_template(texts.template_book(data.info), template_name)
+    return half_truth(data, embedder, template, n_boot=n_boot, seed=seed)
+
+
 def half_truth(data, embedder, template, *, n_boot: int, seed: int) -> list[dict]:
     """One group per object count and one over all counts: the share of images preferring the correct
     caption, per kind of wrong detail."""

@@ -111,7 +111,8 @@ def test_one_passing_pair_cannot_answer(tmp_path):
     fail = {probe_key(scratch_key("simco", 1.0, s, "orderaug")) for s in (1, 2)}
     c, passing = planted(tmp_path, fail)
     fixes_sections(c, passing, [4])
-    assert "cannot answer: 1 passing model(s), fewer than 2" in lead_rows(c)["orderaug", "1"]["Δ TOR first share (points)"]
+    cell = lead_rows(c)["orderaug", "1"]["Δ TOR first share (points)"]
+    assert "cannot answer: 1 passing model(s), fewer than 2" in cell
 
 
 def test_a_recipe_without_fixes_has_no_fixes_table(tmp_path):

@@ -469,12 +469,10 @@ def probe(config: dict, deps: dict, out: Path) -> dict:
                                                config["tor_templates"][0], seed=config["seed"])}
             for step, path in list_snapshots(deps["model"])]
     if config.get("half_truths"):  # issue 39: the image's caption against itself plus one wrong detail
-        from comco.probes import texts
-        from comco.probes.half_truth import METRIC, half_truth
+        from comco.probes import HALF_TRUTH_METRIC, half_truth_groups
 
-        template = texts.get_template(texts.template_book(data.info), config["tor_templates"][0])
-        res["half_truths"] = {str(g["n_objects"] or "all"): [_stat(s) for s in g["metrics"][METRIC]]
-                              for g in half_truth(data, emb, template, **kw)}
+        res["half_truths"] = {str(g["n_objects"] or "all"): [_stat(s) for s in g["metrics"][HALF_TRUTH_METRIC]]
+                              for g in half_truth_groups(data, emb, config["tor_templates"][0], **kw)}
     res["ior_present"] = {str(g["n_objects"]): [_stat(s) for s in g["metrics"]["present_only"]]
                           for g in ior_present_only(data, emb, **kw)}
     if config["summary"]:
