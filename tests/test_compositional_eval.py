@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from support.planted import PlantedEmbedder
 from typer.testing import CliRunner
 
 from comco.errors import UserError
@@ -19,25 +20,6 @@ from comco.probes.natural.scores import write_report
 
 RED, GREEN, BLUE = (255, 0, 0), (0, 255, 0), (0, 0, 255)
 V = {"r": np.array([1.0, 0, 0]), "g": np.array([0, 1.0, 0]), "b": np.array([0, 0, 1.0])}
-
-
-class PlantedEmbedder:
-    """Images embed as their normalised mean colour; texts as the vector planted for them."""
-
-    def __init__(self, texts: dict[str, np.ndarray]):
-        self.planted = texts
-        self.stats = {}
-
-    def images(self, paths):
-        out = []
-        for p in paths:
-            with Image.open(p) as im:
-                v = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3).mean(axis=0)
-            out.append(v / np.linalg.norm(v))
-        return np.array(out)
-
-    def texts(self, texts):
-        return np.array([self.planted[t] for t in texts])
 
 
 def image(path: Path, colour, size=(8, 8)) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from support.planted import PlantedEmbedder as Planted
 
 from comco.errors import UserError
 from comco.probes.natural import compositional as compo
@@ -19,24 +20,6 @@ from comco.probes.stats import macro_accuracy
 
 RED, GREEN, BLUE = (255, 0, 0), (0, 255, 0), (0, 0, 255)
 R, G, B = np.eye(3)
-
-
-class Planted:
-    """Images embed as their normalised mean colour; a text as `texts[text]`, else `default(text)`."""
-
-    def __init__(self, texts: dict | None = None, default=None):
-        self.planted, self.default, self.stats = texts or {}, default, {}
-
-    def images(self, paths):
-        out = []
-        for p in paths:
-            with Image.open(p) as im:
-                v = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3).mean(axis=0)
-            out.append(v / np.linalg.norm(v))
-        return np.array(out)
-
-    def texts(self, texts):
-        return np.array([self.planted[t] if t in self.planted else self.default(t) for t in texts])
 
 
 def image(path: Path, colour, size=(8, 8)) -> Path:
