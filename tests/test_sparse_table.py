@@ -105,3 +105,27 @@ def test_a_dense_checkpoint_resumes_row_by_row(tiny_dataset, tmp_path, monkeypat
     run_training(scratch_config(tiny_dataset, tmp_path / "paused", steps=8,
                                 resume=str(tmp_path / "paused" / "checkpoint.pt")))
     _same(tmp_path / "straight" / "model.pt", tmp_path / "paused" / "model.pt")
+
+
+@pytest.mark.parametrize("kind", ["longclip", "debias"])
+def test_fine_tunes_give_the_dense_weights(kind, tiny_dataset, tmp_path, monkeypatch):
+    """Two text passes a step (long and short captions): their gradients still sum as dense."""
+    from support.train import make_tiny_checkpoint
+
+    from comco.models import load_checkpoint
+    from comco.train.run import make_config, run_training
+
+    init = make_tiny_checkpoint(tmp_path / "tiny.pt")
+
+    def tune(out):
+        return run_training(make_config(kind, data=str(tiny_dataset), out=str(out), init=f"ckpt:{init}",
+                                        options={"pca_rank": 4}, batch_size=8, steps=4, warmup=1, lr=1e-3,
+                                        weight_decay=0.1, quiet=True, device="cpu", workers=0))
+
+    tune(tmp_path / "rows")
+    with monkeypatch.context() as m:
+        _dense_only(m)
+        tune(tmp_path / "dense")
+    a, _ = _same(tmp_path / "rows" / "model.pt", tmp_path / "dense" / "model.pt")
+    before = load_checkpoint(init)["state_dict"]["token_embedding.weight"]
+    assert not torch.equal(a["state_dict"]["token_embedding.weight"], before)  # the table did train
