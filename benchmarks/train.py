@@ -1,6 +1,7 @@
 """Training speed on this machine, side by side in one run.
 
     .venv/bin/python benchmarks/train.py [--data DATASET] [--steps 30] [--threads 2] [--precision-only]
+                                         [--table-only]
 
 1. `scratch` at its default size: samples per second, and the share of each step spent
    waiting for data (target <= 10 %).
@@ -24,6 +25,10 @@
 7. Long-CLIP and DeBias fine-tuning steps (batch 32) of the same conv model in fp32 against
    bf16 autocast, the precisions alternated twice: where bf16 does not pay, `auto` keeps
    the fine-tunes in fp32.
+8. A whole step of the lab's small conv scratch model (batch 64, bf16 autocast where the CPU
+   has it) with dense AdamW on the 49408-row token table against the table trained row by
+   row (comco.train.sparse_table: sparse gradient, fused AdamW on the rows with moments,
+   the decay alone on the rest; the same weights bit for bit), interleaved.
 Without --data, a synthetic comco dataset (planner records, PIL-drawn 64 px images) is made.
 """
 
@@ -207,6 +212,57 @@ def precision_costs(repeats: int) -> dict:
     return {name: 1000 * statistics.median(t[2:]) for name, t in times.items()}
 
 
+def table_costs(repeats: int) -> dict:
+    """Milliseconds per training step of the lab's small conv scratch model with the token table
+    under dense AdamW against row-by-row AdamW (comco.train.sparse_table), interleaved on two
+    copies of one model and one batch (bf16 autocast where `auto` uses it)."""
+    import copy
+
+    import open_clip
+    import torch
+
+    from comco.train.clip_forward import clip_features
+    from comco.train.loop import channels_last_convs
+    from comco.train.losses import contrastive_loss
+    from comco.train.precision import cpu_precision
+    from comco.train.scratch import initial_module
+    from comco.train.sparse_table import RowwiseAdamW, sparse_token_table
+    from comco.train.task import decay_groups
+
+    size = {"vision_tower": "conv", "vision_layers": 2, "text_layers": 2, "vision_width": 128, "text_width": 128,
+            "embed_dim": 128, "context_length": 32, "resolution": 64}
+    _, dense = initial_module(0, size)
+    channels_last_convs(dense)
+    rows = copy.deepcopy(dense)
+    sparse_token_table(rows)
+    text = open_clip.SimpleTokenizer(context_length=32)(["a torus and a cube and a cone"] * 64)
+    image = torch.randn(64, 3, 64, 64).contiguous(memory_format=torch.channels_last)
+    kw = {"lr": 1e-4, "fused": True}
+    runs = {"dense": (dense, torch.optim.AdamW(decay_groups(dense, 0.1), **kw)),
+            "rows": (rows, RowwiseAdamW(decay_groups(rows, 0.1), **kw))}
+    bf16 = cpu_precision("auto") == "bf16"
+    times = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, (model, opt) in runs.items():
+            started = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = contrastive_loss(*clip_features(model, image, text))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            times[name].append(time.perf_counter() - started)
+    same = all(torch.equal(a, b) for a, b in zip(dense.parameters(), rows.parameters()))
+    return {**{name: 1000 * statistics.median(t[2:]) for name, t in times.items()}, "same": same,
+            "precision": "bf16" if bf16 else "fp32"}
+
+
+def print_table(table: dict) -> None:
+    print(f"{'small conv scratch step (%s), dense table ms' % table['precision']:44s} {table['dense']:12.1f}")
+    print(f"{'small conv scratch step, table by rows ms':44s} {table['rows']:12.1f}")
+    print(f"{'  dense / rows':44s} {table['dense'] / table['rows']:11.2f}x "
+          f"{'weights bit-identical' if table['same'] else 'WEIGHTS DIFFER'}")
+
+
 def finetune_precision_costs(data: Path, out: Path, steps: int) -> dict:
     """Milliseconds per Long-CLIP and DeBias fine-tuning step (batch 32) of the lab's small conv
     scratch model, in fp32 and in bf16 autocast, the two precisions alternated twice."""
@@ -230,11 +286,15 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="cpu or cuda (AMP bf16 there)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--precision-only", action="store_true", help="only section 6: fp32 against bf16 autocast")
+    parser.add_argument("--table-only", action="store_true", help="only section 8: the token table dense or by rows")
     args = parser.parse_args()
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.table_only:
+        print_table(table_costs(max(12, args.steps)))
+        return
     if args.precision_only:
         work = Path(tempfile.mkdtemp(prefix="comco-bench-train-"))
         from support.train import make_dataset
@@ -278,6 +338,7 @@ def main() -> None:
     print(f"{'conv scratch step, channels-last (comco) ms':44s} {layout['channels_last']:12.1f}")
     print(f"{'  NCHW / channels-last':44s} {layout['nchw'] / layout['channels_last']:11.2f}x")
     print_precision(prec, tune, torch)
+    print_table(table_costs(max(12, args.steps)))
 
 
 def print_precision(prec: dict, tune: dict, torch) -> None:
