@@ -33,7 +33,8 @@ RECIPE = ROOT.parent / "recipes" / "order-bias.toml"
 # recipe; no other stage changed, the seeds only added stages); the medium scale's training stages
 # were taken again when it moved to batch 256 at a fixed logit scale and added p = 0.5 (its renders,
 # captions and priors kept their hashes); the small scale's fine-tunes, their probes and the report
-# when its fine-tunes went to 300 steps
+# when its fine-tunes went to 300 steps; the medium report when the medium scale went to five seeds
+# (issue 39: the seeds only added stages)
 RECORDED = json.loads((ROOT / "data" / "lab-stage-keys.json").read_text(encoding="utf-8"))
 
 
