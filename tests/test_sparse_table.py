@@ -129,3 +129,13 @@ def test_fine_tunes_give_the_dense_weights(kind, tiny_dataset, tmp_path, monkeyp
     a, _ = _same(tmp_path / "rows" / "model.pt", tmp_path / "dense" / "model.pt")
     before = load_checkpoint(init)["state_dict"]["token_embedding.weight"]
     assert not torch.equal(a["state_dict"]["token_embedding.weight"], before)  # the table did train
+
+
+def test_a_table_whose_rows_are_not_whole_vectors_stays_dense():
+    """The fused kernel rounds a row's scalar tail otherwise: no bit-exact promise, so no switch."""
+    from comco.train.sparse_table import sparse_token_table
+
+    odd, whole = torch.nn.Module(), torch.nn.Module()
+    odd.token_embedding, whole.token_embedding = torch.nn.Embedding(40, 6), torch.nn.Embedding(40, 32)
+    assert sparse_token_table(odd) is None and odd.token_embedding.sparse is False
+    assert sparse_token_table(whole) is whole.token_embedding and whole.token_embedding.sparse is True

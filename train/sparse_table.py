@@ -9,8 +9,9 @@ the batch used) and the optimiser updates, with torch's own fused kernel, only t
 Adam moments are not zero; every other row gets the decoupled weight decay alone, which is
 all dense AdamW does to a row whose moments are zero (its Adam term is 0 / (0 + eps)). The
 arithmetic per element is the fused kernel's, so the weights come out bit for bit as dense
-AdamW's (tests/test_sparse_table.py); the optimiser state keeps dense AdamW's layout, so
-checkpoints resume either way.
+AdamW's (tests/test_sparse_table.py) where a row is a whole number of SIMD vectors wide: the
+fused kernel rounds its scalar tail otherwise, so narrower or odd tables stay dense. The
+optimiser state keeps dense AdamW's layout, so checkpoints resume either way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 from torch import nn
 
 TABLE_NAME = "token_embedding"
+ROW_MULTIPLE = 16  # floats: an AVX512 vector (two AVX2 ones); every CLIP text width is a multiple
 
 
 def sparse_token_table(module: nn.Module) -> nn.Embedding | None:
@@ -28,6 +30,8 @@ def sparse_token_table(module: nn.Module) -> nn.Embedding | None:
     if not isinstance(table, nn.Embedding) or not table.weight.requires_grad or table.max_norm is not None:
         return None
     if getattr(table.weight, "_comco_frozen_rows", 0) > 0:  # a gradient hook masks rows: keep it dense
+        return None
+    if table.embedding_dim % ROW_MULTIPLE:  # rows would end in the kernel's scalar tail: not bit-exact
         return None
     table.sparse = True
     return table
@@ -47,6 +51,10 @@ class RowwiseAdamW(torch.optim.AdamW):
             raise ValueError("RowwiseAdamW supports neither amsgrad nor maximize")
         super().__init__(params, **kw)
         self._touched: dict[int, torch.Tensor] = {}
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self._touched.clear()  # which rows have moments is read again from the loaded state
 
     @torch.no_grad()
     def step(self, closure=None):
